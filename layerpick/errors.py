@@ -1,0 +1,28 @@
+"""The exceptions layerpick raises for problems a user can fix (bad input, missing models).
+
+Every one of them carries a message meant to be shown as a single line; the CLI maps them to exit code 1.
+"""
+
+
+class LayerpickError(Exception):
+    """A problem with the user's input or environment, explained in one line."""
+
+
+class ModelNotFoundError(LayerpickError):
+    """A model path, alias or hub id that cannot be found or loaded."""
+
+
+class UnsupportedArchitectureError(LayerpickError):
+    """A model family that layerpick's surgery does not know."""
+
+
+class CalibrationError(LayerpickError):
+    """Calibration texts that are missing, empty, unreadable or malformed."""
+
+
+class LayerRangeError(LayerpickError):
+    """A layer index outside the model's range."""
+
+
+class NonFiniteStatesError(LayerpickError):
+    """NaN or inf values in a layer's representation (for example fp16 overflow)."""

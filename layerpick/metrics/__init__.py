@@ -1,0 +1,143 @@
+"""Registry of the layer-quality metrics: names, inputs and better direction.
+
+This module owns the catalogue of metric specifications (what each metric
+needs as input and which direction the paper documents as better) and the
+lookup/parsing of metric names. The metric functions live in sibling modules.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+NEEDS = frozenset({"tokens", "pooled", "views"})
+DIRECTIONS = frozenset({"min", "max"})
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Description of one metric.
+
+    Attributes:
+        name: CLI name, e.g. ``"prompt-entropy"``.
+        description: one-line summary.
+        needs: inputs required, a subset of ``{"tokens", "pooled", "views"}``:
+            per-text token states (T, D), pooled embeddings (N, D), or
+            augmented-view embeddings (N, V, D).
+        direction: ``"min"`` or ``"max"``, the direction reported as better.
+        direction_note: caveat on how firmly the paper documents the direction.
+    """
+
+    name: str
+    description: str
+    needs: frozenset
+    direction: str
+    direction_note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"direction must be 'min' or 'max', got {self.direction!r}")
+        if not self.needs or not self.needs <= NEEDS:
+            raise ValueError(f"needs must be a non-empty subset of {sorted(NEEDS)}")
+
+
+class UnknownMetricError(ValueError):
+    """Raised for a metric name that is not registered."""
+
+
+_SPECS = (
+    MetricSpec(
+        name="prompt-entropy",
+        description="Normalised matrix entropy of each text's token states, averaged over texts.",
+        needs=frozenset({"tokens"}),
+        direction="min",
+        direction_note="Paper: best (intermediate) layers show the prompt-entropy dip, i.e. more compression.",
+    ),
+    MetricSpec(
+        name="dataset-entropy",
+        description="Normalised matrix entropy of the pooled embeddings of the whole text set.",
+        needs=frozenset({"pooled"}),
+        direction="max",
+        direction_note=(
+            "Paper reports an unsigned distance correlation with task scores; "
+            "'higher = more diverse, better separated inputs' is its reading, not a signed result."
+        ),
+    ),
+    MetricSpec(
+        name="dime",
+        description="Difference of matrix entropies between two augmented views (shared information).",
+        needs=frozenset({"views"}),
+        direction="max",
+    ),
+    MetricSpec(
+        name="infonce",
+        description="Symmetric InfoNCE loss between two augmented views, in nats.",
+        needs=frozenset({"views"}),
+        direction="min",
+    ),
+    MetricSpec(
+        name="lidar",
+        description="LiDAR entropy (log effective rank) of between-text vs within-view scatter.",
+        needs=frozenset({"views"}),
+        direction="max",
+    ),
+    MetricSpec(
+        name="curvature",
+        description="Mean turning angle of each text's token trajectory, averaged over texts.",
+        needs=frozenset({"tokens"}),
+        direction="min",
+        direction_note="Lower curvature = straighter trajectory (Hosseini & Fedorenko 2023).",
+    ),
+)
+_REGISTRY = {spec.name: spec for spec in _SPECS}
+
+
+def list_metrics() -> list[MetricSpec]:
+    """All registered metrics, in registry order."""
+    return list(_SPECS)
+
+
+def get_metric(name: str) -> MetricSpec:
+    """Look up a metric by exact name.
+
+    Raises:
+        UnknownMetricError: with a "did you mean" hint and the known names.
+    """
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        raise UnknownMetricError(_unknown_message(name))
+    return spec
+
+
+def parse_metrics(text: str) -> list[MetricSpec]:
+    """Parse a comma-separated list of names, e.g. ``"dime, lidar"``.
+
+    Whitespace and empty items are ignored; duplicates keep their first place.
+
+    Raises:
+        UnknownMetricError: for any unknown name.
+        ValueError: when no name is given.
+    """
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError(f"no metric names given; known metrics: {', '.join(_REGISTRY)}")
+    specs = [get_metric(name) for name in dict.fromkeys(names)]
+    return specs
+
+
+def _unknown_message(name: str) -> str:
+    """Error text for an unknown metric name."""
+    message = f"unknown metric {name!r}"
+    close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.5)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    return f"{message} (known metrics: {', '.join(_REGISTRY)})"
+
+
+__all__ = [
+    "MetricSpec",
+    "UnknownMetricError",
+    "get_metric",
+    "list_metrics",
+    "parse_metrics",
+]

