@@ -76,7 +76,8 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
     path, gguf_file, notes = _resolve_source(name_or_path, options)
     if gguf_file:
         path = str(converted_gguf_dir(Path(path), gguf_file))
-        notes.append("weights dequantised from a 4-bit GGUF file: an approximation of the original model")
+        if not notes:
+            notes.append("weights dequantised from a GGUF file: an approximation of the original model")
     model = _load_weights(path, options, from_gguf=bool(gguf_file))
     tokenizer = load_tokenizer(path, options)
     family = surgery.family_for(model)

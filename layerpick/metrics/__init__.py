@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from layerpick.errors import LayerpickError
+
 NEEDS = frozenset({"tokens", "pooled", "views"})
 DIRECTIONS = frozenset({"min", "max"})
 
@@ -41,7 +43,7 @@ class MetricSpec:
             raise ValueError(f"needs must be a non-empty subset of {sorted(NEEDS)}")
 
 
-class UnknownMetricError(ValueError):
+class UnknownMetricError(LayerpickError, ValueError):
     """Raised for a metric name that is not registered."""
 
 
@@ -51,7 +53,7 @@ _SPECS = (
         description="Normalised matrix entropy of each text's token states, averaged over texts.",
         needs=frozenset({"tokens"}),
         direction="min",
-        direction_note="Paper: best (intermediate) layers show the prompt-entropy dip, i.e. more compression.",
+        direction_note="Paper: the best (middle) layers show a prompt-entropy dip (compression).",
     ),
     MetricSpec(
         name="dataset-entropy",
@@ -65,7 +67,7 @@ _SPECS = (
     ),
     MetricSpec(
         name="dime",
-        description="Difference of matrix entropies between two augmented views (shared information).",
+        description="Difference of matrix entropies between two augmented views (shared info).",
         needs=frozenset({"views"}),
         direction="max",
     ),
@@ -120,7 +122,7 @@ def parse_metrics(text: str) -> list[MetricSpec]:
     """
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
-        raise ValueError(f"no metric names given; known metrics: {', '.join(_REGISTRY)}")
+        raise UnknownMetricError(f"no metric names given; known metrics: {', '.join(_REGISTRY)}")
     specs = [get_metric(name) for name in dict.fromkeys(names)]
     return specs
 

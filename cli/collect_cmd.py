@@ -1,0 +1,62 @@
+"""`layerpick collect`: one forward pass, every layer pooled, saved as safetensors with a summary table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from layerpick import registry
+from layerpick.collect_run import collect_layers
+from layerpick.cli import options as opt
+
+
+def collect(
+    model: opt.ModelArg = None,
+    output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")] = None,
+    calibration: opt.Calibration = None,
+    field: opt.Field = None,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
+    pooling: opt.Pooling = None,
+    representation: opt.Representation = "exported",
+    batch_size: opt.BatchSize = 16,
+    max_length: opt.MaxLength = 512,
+    revision: opt.Revision = None,
+    dtype: opt.Dtype = "float32",
+    device: opt.Device = "cpu",
+    device_map: opt.DeviceMap = None,
+    trust_remote_code: opt.TrustRemoteCode = False,
+    allow_pickle: opt.AllowPickle = False,
+    gguf_file: opt.GgufFile = None,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Collect every layer's pooled representation of the calibration texts in one forward pass.
+
+    Example: layerpick collect minilm-l6 --limit 64 --output states.safetensors
+    """
+    result = collect_layers(
+        model or registry.DEFAULT_MODEL,
+        opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        calibration=calibration, field=field, limit=limit, seed=seed, pooling=pooling,
+        representation=representation, batch_size=batch_size, max_length=max_length, progress=not quiet,
+        output=output,
+    )
+    _render(result)
+
+
+def _render(result) -> None:
+    table = Table(title=f"{result.model}: {result.count} texts, {result.pooling} pooling, {result.representation}")
+    for column in ("layer", "mean norm", "mean cosine between texts"):
+        table.add_column(column, justify="right")
+    for layer, (norm, cosine) in enumerate(zip(result.mean_norm, result.mean_cosine)):
+        table.add_row(str(layer), f"{norm:.3f}", f"{cosine:.3f}")
+    console = Console()
+    console.print(table)
+    for note in result.notes:
+        console.print(f"note: {note}")
+    if result.output:
+        console.print(f"wrote {result.output}")

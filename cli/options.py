@@ -1,0 +1,54 @@
+"""Option aliases shared by the commands (`Annotated` types), each also read from a LAYERPICK_* variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from layerpick.models import LoadOptions
+
+ModelArg = Annotated[
+    Optional[str],
+    typer.Argument(help="Registry alias, local directory, .gguf file or hub id.", envvar="LAYERPICK_MODEL",
+                   show_default="smollm2-135m"),
+]
+Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).", envvar="LAYERPICK_REVISION")]
+Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
+Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto.", envvar="LAYERPICK_DEVICE")]
+DeviceMap = Annotated[
+    Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).")
+]
+TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code.")]
+AllowPickle = Annotated[bool, typer.Option("--allow-pickle", help="Also load pickle (.bin) weights.")]
+GgufFile = Annotated[Optional[str], typer.Option("--gguf-file", help="GGUF file name inside the model directory.")]
+
+Calibration = Annotated[
+    Optional[str],
+    typer.Option(help="Text file (one per line), JSONL file, or task folder. Default: the embedded set.",
+                 envvar="LAYERPICK_CALIBRATION"),
+]
+Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').")]
+Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts.", envvar="LAYERPICK_LIMIT")]
+Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
+BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
+MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
+Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's).")]
+Representation = Annotated[
+    str, typer.Option(help="'exported' (what the cut model outputs) or 'raw' (residual stream; research only).")
+]
+Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+
+
+def load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file) -> LoadOptions:
+    return LoadOptions(
+        revision=revision,
+        dtype=dtype,
+        device=device,
+        device_map=device_map,
+        trust_remote_code=trust_remote_code,
+        allow_pickle=allow_pickle,
+        gguf_file=gguf_file,
+    )
