@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from layerpick import __version__
-from layerpick.cli import collect_cmd, errors, models_cmd
+from layerpick.cli import collect_cmd, errors, models_cmd, select_cmd
 
 app = typer.Typer(
     name="layerpick",
@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("select")(select_cmd.select)
 app.command("models")(models_cmd.models)
 app.command("collect")(collect_cmd.collect)
 

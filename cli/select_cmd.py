@@ -1,0 +1,92 @@
+"""`layerpick select`: score every layer on a calibration set, choose one, write the report."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from layerpick import registry
+from layerpick.cli import options as opt
+from layerpick.collect import CollectConfig
+from layerpick.report import ARROWS
+from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.select_run import ALL_METRICS, SelectConfig, select_and_write
+from layerpick.selection import DEFAULT_RULE
+
+
+def select(
+    model: opt.ModelArg = None,
+    calibration: opt.Calibration = None,
+    field: opt.Field = None,
+    limit: opt.Limit = None,
+    metrics: Annotated[str, typer.Option(help="Comma-separated metrics to compute.", envvar="LAYERPICK_METRICS")]
+    = ALL_METRICS,
+    rule: Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...",
+                                      envvar="LAYERPICK_RULE")] = DEFAULT_RULE,
+    tolerance: Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's "
+                                             "best (0 = the best; trades quality for speed).")] = 0.0,
+    include_layer0: Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
+    = False,
+    representation: opt.Representation = "exported",
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 16,
+    max_length: opt.MaxLength = 512,
+    views: Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).")]
+    = DEFAULT_VIEWS,
+    alpha: Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")] = 1.0,
+    seed: opt.Seed = 0,
+    output: opt.Output = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print report.json on stdout and nothing else.")] = False,
+    revision: opt.Revision = None,
+    dtype: opt.Dtype = "float32",
+    device: opt.Device = "cpu",
+    device_map: opt.DeviceMap = None,
+    trust_remote_code: opt.TrustRemoteCode = False,
+    allow_pickle: opt.AllowPickle = False,
+    gguf_file: opt.GgufFile = None,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Score every layer with unsupervised metrics in one forward pass (plus augmented views) and pick one.
+
+    Example: layerpick select smollm2-135m --limit 256 --output layerpick-out/smollm2
+    """
+    config = SelectConfig(
+        calibration=calibration, field=field, limit=limit, metrics=metrics, rule=rule, tolerance=tolerance,
+        include_layer0=include_layer0,
+        collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
+        scoring=ScoringConfig(alpha=alpha, views=views, seed=seed),
+    )
+    load = opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file)
+    report, written = select_and_write(model or registry.DEFAULT_MODEL, load, config, output)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    _render(report, written)
+
+
+def _render(report: dict, written) -> None:
+    console = Console()
+    names = list(report["scores"])
+    table = Table(title=f"{report['model']}: {report['num_layers']} layers, {report['representation']} "
+                        f"representation, {report['pooling']} pooling")
+    table.add_column("layer", justify="right")
+    for name in names:
+        table.add_column(f"{name} {ARROWS[report['directions'][name]]}", justify="right", min_width=len(name) + 2)
+    for k in range(report["num_layers"] + 1):
+        chosen = k == report["selected_layer"]
+        cells = [_cell(report["scores"][n][k]) for n in names]
+        table.add_row(f"{k} ◀" if chosen else str(k), *cells, style="bold green" if chosen else None)
+    console.print(table)
+    console.print(f"selected: [bold]{report['choice']}[/bold]")
+    for note in report["notes"]:
+        console.print(f"note: {note}")
+    console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+def _cell(value) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.4f}"

@@ -1,0 +1,17 @@
+"""Versions of the libraries that shape layerpick's numbers, for every JSON artifact."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+LIBRARIES = ("layerpick", "torch", "transformers", "sentence-transformers", "mteb")
+
+
+def library_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
