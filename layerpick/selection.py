@@ -2,7 +2,8 @@
 
 Rules: `min-<metric>` / `max-<metric>` (explicit direction), `rank:<rule>,<rule>,...` (mean rank of several
 signed metrics), and a cost-aware tolerance that takes the smallest layer whose objective is within a
-fraction of the best (quality traded for speed). Layer 0 (the embeddings) is a candidate only when asked.
+fraction of the best, the objective being rescaled so the worst candidate layer is 0 and the best is 1
+(quality traded for speed). Layer 0 (the embeddings) is a candidate only when asked.
 """
 
 from __future__ import annotations

@@ -13,3 +13,18 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep test runs from writing into the user's cache, except the GGUF conversions they reuse."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    """Saved tiny models by family, built once per session."""
+    from tiny import save_tiny
+
+    cache = {}
+
+    def get(family: str):
+        if family not in cache:
+            cache[family] = save_tiny(family, tmp_path_factory.mktemp(f"tiny-{family}"))
+        return cache[family]
+
+    return get

@@ -94,3 +94,11 @@ TEXTS = [
     "layer selection",
     "questions and answers about the lazy dog jumps",
 ]
+
+
+def save_tiny(family: str, directory, seed: int = 0):
+    """Save a tiny model and its tokenizer as a local model directory (safetensors); returns the path."""
+    model = make_model(family, seed)
+    model.save_pretrained(directory, safe_serialization=True)
+    make_tokenizer(family).save_pretrained(directory)
+    return directory
