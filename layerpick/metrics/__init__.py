@@ -59,17 +59,18 @@ _SPECS = (
         name="dataset-entropy",
         description="Normalised matrix entropy of the pooled embeddings of the whole text set.",
         needs=frozenset({"pooled"}),
-        direction="max",
+        direction="min",
         direction_note=(
-            "Paper reports an unsigned distance correlation with task scores; "
-            "'higher = more diverse, better separated inputs' is its reading, not a signed result."
+            "Paper: for Pythia, the layer of minimum dataset entropy does well (measured on raw streams); "
+            "whether that holds for the exported representation is measured in benchmarks/rule_evidence.py."
         ),
     ),
     MetricSpec(
         name="dime",
         description="Difference of matrix entropies between two augmented views (shared info).",
         needs=frozenset({"views"}),
-        direction="max",
+        direction="min",
+        direction_note="Paper: for Pythia, the layer of minimum DiME does well (measured on raw streams).",
     ),
     MetricSpec(
         name="infonce",

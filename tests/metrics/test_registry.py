@@ -29,8 +29,8 @@ def test_directions():
     directions = {s.name: s.direction for s in list_metrics()}
     assert directions == {
         "prompt-entropy": "min",
-        "dataset-entropy": "max",
-        "dime": "max",
+        "dataset-entropy": "min",
+        "dime": "min",
         "infonce": "min",
         "lidar": "max",
         "curvature": "min",
