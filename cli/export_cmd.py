@@ -1,0 +1,79 @@
+"""`layerpick export`: cut a model after layer K and save it as a sentence-transformers directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from layerpick import registry
+from layerpick.cli import options as opt
+from layerpick.export import ExportResult, export_model
+
+
+def export(
+    model: opt.ModelArg = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
+    layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L).")] = None,
+    report: Annotated[
+        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling and representation.")
+    ] = None,
+    pooling: opt.Pooling = None,
+    normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the embeddings.")] = False,
+    max_seq_length: Annotated[
+        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: min(model limit, 512)).")
+    ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = False,
+    revision: opt.Revision = None,
+    dtype: opt.Dtype = "float32",
+    device: opt.Device = "cpu",
+    device_map: opt.DeviceMap = None,
+    trust_remote_code: opt.TrustRemoteCode = False,
+    allow_pickle: opt.AllowPickle = False,
+    gguf_file: opt.GgufFile = None,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Export MODEL cut after layer K as a sentence-transformers embedder, checked against layer K.
+
+    Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12
+    """
+    result = export_model(
+        model or _model_from_report(report) or registry.DEFAULT_MODEL,
+        layer,
+        output,
+        load_options=opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        pooling=pooling,
+        normalize=normalize,
+        max_seq_length=max_seq_length,
+        report=report,
+        overwrite=overwrite,
+        progress=not quiet,
+    )
+    _render(result)
+
+
+def _model_from_report(report: Path | None) -> str | None:
+    """Without MODEL, a report names the model it was made for."""
+    if report is None:
+        return None
+    try:
+        return str(json.loads(report.read_text(encoding="utf-8")).get("model") or "") or None
+    except (OSError, ValueError, AttributeError):
+        return None  # export_model reports the unreadable file
+
+
+def _render(result: ExportResult) -> None:
+    console = Console()
+    kept = result.params_cut / max(result.params_full, 1)
+    console.print(f"[bold]exported[/bold] {result.output}")
+    console.print(f"  layers      first {result.layer} of {result.num_layers} ({result.pooling} pooling"
+                  f"{', normalized' if result.normalize else ''})")
+    console.print(f"  parameters  {result.params_cut:,} of {result.params_full:,} kept ({kept:.0%}), "
+                  f"{result.weights_bytes / 1e6:.1f} MB")
+    console.print(f"  parity      max abs diff {result.parity_max_abs_diff:.2e} vs layer {result.layer} of the full "
+                  f"model (tolerance {result.parity_tolerance:.1e})")
+    for note in result.notes:
+        console.print(f"  note        {note}")
