@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from layerpick.errors import LayerpickError
 from layerpick.metrics import get_metric
 
-# Chosen from the measurements in benchmarks/results/rule_evidence.md (see README "Why this default").
+# Provisional: on minilm-l6 (benchmarks/results/rule_evidence_minilm.md) max-dataset-entropy, min-dime,
+# min-infonce and max-lidar all find the best layer; of those, only max-dataset-entropy picks an
+# intermediate layer of smollm2-135m. The decoder evidence (task scores by layer) is not measured yet.
 DEFAULT_RULE = "max-dataset-entropy"
 
 
