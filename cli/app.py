@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from layerpick import __version__
-from layerpick.cli import collect_cmd, errors, models_cmd, select_cmd
+from layerpick.cli import bench_cmd, collect_cmd, errors, export_cmd, models_cmd, select_cmd, serve_cmd, validate_cmd
 
 app = typer.Typer(
     name="layerpick",
@@ -21,6 +21,10 @@ app = typer.Typer(
 app.command("select")(select_cmd.select)
 app.command("models")(models_cmd.models)
 app.command("collect")(collect_cmd.collect)
+app.command("export")(export_cmd.export)
+app.command("serve")(serve_cmd.serve)
+app.command("bench")(bench_cmd.bench)
+app.command("validate")(validate_cmd.validate)
 
 
 def _version(value: bool) -> None:

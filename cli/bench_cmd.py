@@ -1,0 +1,95 @@
+"""`layerpick bench`: the exported model against its full model, side by side: speed, latency, memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from layerpick.bench import BenchConfig, BenchResult, run_bench
+from layerpick.cli import options as opt
+
+
+def bench(
+    directory: Annotated[Path, typer.Argument(help="An exported sentence-transformers directory.")],
+    baseline: Annotated[Optional[str], typer.Option(
+        help="The full model: alias, directory, .gguf or hub id (default: the source in layerpick.json).")] = None,
+    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = "1,32",
+    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = 128,
+    repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
+    memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
+    device: opt.Device = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Throughput, batch latency and peak memory of an export vs its full model, as ratios (export / full).
+
+    Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128
+    """
+    config = BenchConfig(baseline=baseline, batch_sizes=_parse_sizes(batch_sizes), texts=texts, repeats=repeats,
+                         device=device, memory=memory)
+    result = run_bench(directory, config, progress=not quiet)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _render(result)
+
+
+def _parse_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}",
+                                 param_hint="--batch-sizes") from None
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter(f"batch sizes must be positive integers, got {text!r}", param_hint="--batch-sizes")
+    return sizes
+
+
+def _render(result: BenchResult) -> None:
+    console = Console()
+    console.print(_models_table(result))
+    console.print(_speed_table(result))
+    console.print(f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
+                  f"{result.threads} threads. Ratios are export / full.")
+    if result.memory_method:
+        console.print(f"memory: {result.memory_method}")
+    for note in result.notes:
+        console.print(f"note: {note}")
+
+
+def _models_table(result: BenchResult) -> Table:
+    table = Table(title="models")
+    for column in ("", "layers", "parameters", "weights (MB)", "path"):
+        table.add_column(column, justify="left" if column in ("", "path") else "right")
+    for role, facts in (("export", result.exported), ("full", result.baseline)):
+        table.add_row(role, str(facts.layers or "?"), f"{facts.parameters:,}", _mb(facts.weights_bytes), facts.path)
+    table.add_row("ratio", "", _x(result.parameter_ratio), _x(result.weights_ratio), "")
+    return table
+
+
+def _speed_table(result: BenchResult) -> Table:
+    table = Table(title="export / full model")
+    for column in ("batch", "texts/s", "speed-up", "p50 ms", "p90 ms", "peak MB", "memory"):
+        table.add_column(column, justify="right")
+    for row in result.rows:
+        exported, full = row.exported, row.baseline
+        table.add_row(
+            str(row.batch_size), f"{exported.texts_per_s:.1f} / {full.texts_per_s:.1f}", _x(row.throughput_ratio),
+            f"{exported.latency_median_ms:.1f} / {full.latency_median_ms:.1f}",
+            f"{exported.latency_p90_ms:.1f} / {full.latency_p90_ms:.1f}",
+            f"{_mb(exported.peak_memory_bytes)} / {_mb(full.peak_memory_bytes)}", _x(row.memory_ratio),
+        )
+    return table
+
+
+def _mb(value: int | None) -> str:
+    return "-" if value is None else f"{value / 1e6:.1f}"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"

@@ -1,0 +1,43 @@
+"""`layerpick serve`: an OpenAI-compatible embeddings server for a sentence-transformers directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from layerpick.cli import options as opt
+from layerpick.serving import EmbeddingServer, ServeConfig, serve as run_server
+
+
+def serve(
+    directory: Annotated[Path, typer.Argument(help="A sentence-transformers directory (e.g. `layerpick export`'s).")],
+    host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")] = 8080,
+    max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")] = 256,
+    max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")] = 8192,
+    batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.")] = 32,
+    max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
+    device: opt.Device = "cpu",
+    model_name: Annotated[Optional[str], typer.Option(help="`model` name to report (default: directory name).")] = None,
+) -> None:
+    """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
+    after the requests in flight are answered.
+
+    `dimensions` in a request keeps the first n dimensions, re-normalised when the model normalises its output.
+
+    Example: layerpick serve ./smollm2-k15 --port 8080
+    """
+    config = ServeConfig(host=host, port=port, max_inputs=max_inputs, max_chars=max_chars, batch_size=batch_size,
+                         max_wait_ms=max_wait_ms, device=device, model_name=model_name)
+    run_server(directory, config, on_ready=_announce)
+    typer.echo("layerpick: server stopped", err=True)
+
+
+def _announce(server: EmbeddingServer) -> None:
+    typer.echo(
+        f"layerpick: serving {server.model_name} ({server.dimension} dimensions) at {server.url}"
+        f"  (POST {server.url}/v1/embeddings, GET {server.url}/health; Ctrl-C to stop)",
+        err=True,
+    )

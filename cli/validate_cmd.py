@@ -1,0 +1,163 @@
+"""`layerpick validate`: MTEB scores of every layer (one forward pass per distinct text), or of an export.
+
+Also `--materialize DIR`: write MTEB tasks into local task folders (needs internet) and exit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from layerpick import registry
+from layerpick.cli import options as opt
+from layerpick.validation import (
+    ValidationFailedError,
+    ValidationReport,
+    materialize_tasks,
+    run_validation,
+    split_items,
+)
+
+TASKS_HELP = (
+    "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated. A folder named after "
+    "an MTEB task (e.g. data/STSBenchmark) runs that task on the folder's data, offline; any other folder is a "
+    "custom task of the kind its files imply: test.jsonl with text+label (and train.jsonl), sentence1+sentence2+"
+    "score (STS), sentence1+sentence2+label (pair classification), sentences+labels per line (clustering), or "
+    "corpus.jsonl+queries.jsonl+qrels.tsv (retrieval)."
+)
+
+
+def validate(
+    model: opt.ModelArg = None,
+    tasks: Annotated[Optional[list[str]], typer.Option("--tasks", "-t", help=TASKS_HELP, envvar="LAYERPICK_TASKS")]
+    = None,
+    layers: Annotated[str, typer.Option(help="all, selected (needs --report; also runs the last layer), or K,K,...")]
+    = "all",
+    report: Annotated[Optional[Path], typer.Option(help="A select report.json: compare its choice and metrics.")]
+    = None,
+    output: Annotated[Optional[Path], typer.Option(help="Output directory (default layerpick-out/<model>/validation); "
+                                                   "finished (task, layer) results found there are reused.")] = None,
+    exported: Annotated[Optional[Path], typer.Option(help="Validate an exported sentence-transformers directory "
+                                                     "(its own output) instead of a model's layers.")] = None,
+    task_data: Annotated[Optional[list[Path]], typer.Option("--task-data", help="Folder holding task folders named "
+                                                            "after MTEB tasks; used instead of the hub.",
+                                                            envvar="LAYERPICK_TASK_DATA")] = None,
+    store: Annotated[Optional[Path], typer.Option(help="Representation store directory (default: the layerpick "
+                                                  "cache).")] = None,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="Unit-length vectors or "
+                                                      "raw pooled ones (default: as the model's own "
+                                                      "sentence-transformers pipeline; raw for other models).")]
+    = None,
+    materialize: Annotated[Optional[Path], typer.Option(help="Write the --tasks as local task folders into this "
+                                                        "directory (needs internet) and exit.")] = None,
+    pooling: opt.Pooling = None,
+    representation: opt.Representation = "exported",
+    batch_size: opt.BatchSize = 32,
+    max_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens (default: the "
+                                                      "model's sentence-transformers setting, else 512).",
+                                                      envvar="LAYERPICK_MAX_LENGTH")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print validation.json on stdout and nothing else.")] = False,
+    revision: opt.Revision = None,
+    dtype: opt.Dtype = "float32",
+    device: opt.Device = "cpu",
+    device_map: opt.DeviceMap = None,
+    trust_remote_code: opt.TrustRemoteCode = False,
+    allow_pickle: opt.AllowPickle = False,
+    gguf_file: opt.GgufFile = None,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Score layers on MTEB tasks: every layer from one forward pass per distinct text, resumable.
+
+    Example: layerpick validate minilm-l6 --tasks ../shared/data/STSBenchmark,../shared/data/SciFact --layers all
+    """
+    items = [item for value in tasks or [] for item in split_items(value)]
+    if not items:
+        raise typer.BadParameter("give at least one task", param_hint="--tasks")
+    _quiet_mteb_logging()
+    if materialize is not None:
+        for folder in materialize_tasks(items, materialize):
+            typer.echo(f"wrote {folder}")
+        return
+    result = run_validation(
+        None if exported and model is None else (model or registry.DEFAULT_MODEL), items,
+        layers=layers, report=report, output_dir=output,
+        load_options=opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        pooling=pooling, representation=representation, batch_size=batch_size, max_length=max_length,
+        normalize=normalize, exported_dir=exported, store_dir=store, task_data=task_data or (), progress=not quiet,
+    )
+    if as_json:
+        typer.echo(json.dumps(result.data, indent=2))
+    else:
+        _render(result)
+    if result.failures:
+        _render_failures(result)
+        names = ", ".join(result.failures)
+        raise ValidationFailedError(f"{len(result.failures)} task(s) failed ({names}); the others were written to "
+                                    f"{result.files[0]}")
+
+
+def _render(result: ValidationReport) -> None:
+    data = result.data
+    console = Console()
+    console.print(_table(data))
+    comparison = data["comparison"]
+    chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
+    parts = [f"{name} layer {c['layer']}: {_fmt(c['mean_score'])}" for name, c in chosen if c["layer"] is not None]
+    console.print("mean score at " + ", ".join(parts))
+    if data.get("metric_correlations"):
+        console.print(_correlations(data["metric_correlations"]))
+    for note in data.get("notes", []):
+        console.print(f"note: {note}")
+    console.print(f"wrote {result.files[0]} and {result.files[1].name} (+ MTEB results under "
+                  f"{result.output_dir / data['results_dir']})")
+
+
+def _table(data: dict) -> Table:
+    names = list(data["tasks"])
+    title = (f"{data['model']}: main score by layer ({data.get('representation')}, "
+             f"{data.get('pooling') or 'own'} pooling)")
+    table = Table(title=title)
+    table.add_column("layer", justify="right")
+    for name in names:
+        table.add_column(f"{name}\n{data['tasks'][name]['main_score_name']}", justify="right")
+    table.add_column("mean", justify="right", style="bold")
+    table.add_column("")
+    marks = {key: data.get(f"{key}_layer") for key in ("selected", "last", "best")}
+    for k in data["layers_evaluated"]:
+        row = [_fmt(data["tasks"][name]["main_score_by_layer"][k]) for name in names]
+        tags = ", ".join(key for key, layer in marks.items() if layer == k)
+        table.add_row(str(k), *row, _fmt(data["mean_by_layer"][k]), tags, style="green" if tags else None)
+    return table
+
+
+def _correlations(correlations: dict) -> Table:
+    table = Table(title="Spearman across layers: select metric vs mean task score")
+    for column in ("metric", "rho", "p", "layers", "agrees with the metric's direction"):
+        table.add_column(column, justify="right" if column != "metric" else "left")
+    for metric, entry in correlations.items():
+        agrees = entry.get("agrees_with_direction")
+        table.add_row(metric, _fmt(entry["spearman"]), _fmt(entry["p_value"]), str(entry["n_layers"]),
+                      "" if agrees is None else ("yes" if agrees else "no"))
+    return table
+
+
+def _render_failures(result: ValidationReport) -> None:
+    console = Console(stderr=True)
+    for task, message in result.failures.items():
+        console.print(f"[red]failed[/red] {task}: {message}", highlight=False)
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _quiet_mteb_logging() -> None:
+    """mteb warns about superseded tasks on every evaluation; validation.json records them as notes."""
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger("mteb").setLevel(logging.ERROR)

@@ -1,0 +1,73 @@
+"""validation.png: main score against relative depth k/L for each task and their mean; with a select report,
+its unsupervised metrics (min-max normalised) on a second axis. Rendered with matplotlib's Agg backend."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+
+def plot_validation(data: dict[str, Any], path: Path, report: dict[str, Any] | None = None) -> Path:
+    """Draw the validation.json content `data` (and a select `report`) into `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    depth = max(data["num_layers"], 1)
+    figure, axis = plt.subplots(figsize=(9, 5.5))
+    for name, task in data["tasks"].items():
+        _line(axis, task["main_score_by_layer"], depth, label=name, linewidth=1.2, alpha=0.8)
+    _line(axis, data["mean_by_layer"], depth, label="mean", linewidth=3, color="black")
+    _markers(axis, data, depth)
+    axis.set_xlabel("relative depth k/L")
+    axis.set_ylabel("main score")
+    axis.set_title(f"{data['model']}: MTEB main score by layer")
+    axis.grid(alpha=0.3)
+    handles, labels = axis.get_legend_handles_labels()
+    if report is not None:
+        second = axis.twinx()
+        palette = matplotlib.colormaps["Dark2"]
+        for index, (metric, values) in enumerate(report["scores"].items()):
+            _line(second, _min_max(values), depth, label=f"{metric} (select)", linestyle="--", linewidth=1,
+                  color=palette(index % palette.N), markersize=2)
+        second.set_ylabel("select metric, min-max normalised")
+        extra_handles, extra_labels = second.get_legend_handles_labels()
+        handles, labels = handles + extra_handles, labels + extra_labels
+    axis.legend(handles, labels, fontsize=7, loc="best")
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _line(axis, values, depth: int, **style) -> None:
+    points = [(k / depth, v) for k, v in enumerate(values or []) if _finite(v)]
+    if points:
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", **{"markersize": 3, **style})
+
+
+def _markers(axis, data: dict[str, Any], depth: int) -> None:
+    marks = (("selected_layer", "tab:green", "selected"), ("best_layer", "tab:orange", "best"),
+             ("last_layer", "tab:gray", "last"))
+    for key, color, text in marks:
+        layer = data.get(key)
+        if layer is not None:
+            axis.axvline(layer / depth, color=color, linestyle=":", linewidth=1.5)
+            axis.annotate(f"{text} ({layer})", (layer / depth, 1.0), xycoords=("data", "axes fraction"),
+                          rotation=90, va="top", ha="right", fontsize=7, color=color)
+
+
+def _min_max(values) -> list[float | None]:
+    finite = [v for v in values or [] if _finite(v)]
+    if not finite:
+        return []
+    low, high = min(finite), max(finite)
+    span = high - low
+    return [((v - low) / span if span else 0.5) if _finite(v) else None for v in values]
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,277 @@
+"""The validation run: tasks x layers through `mteb.evaluate`, resumable, with validation.json and validation.png.
+
+Every (task, layer) pair is one `mteb.evaluate` call on a fresh task with the per-layer encoder view; its
+TaskResult is written by mteb's own ResultCache under `<output>/results/layerpick__<model>__layer-<k>/...`.
+A pair whose complete result is already there (same dataset revision, no missing split or subset) is read,
+not recomputed. A task that fails is recorded with its error and the other tasks still run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import mteb
+from mteb import ResultCache
+from mteb.results import TaskResult
+
+from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.models import LoadOptions
+from layerpick.versions import library_versions
+from layerpick.validation import summary
+from layerpick.validation.bars import ValidationBars
+from layerpick.validation.plot import plot_validation
+from layerpick.validation.sources import Setup, SourceOptions, exported_setup, model_setup
+from layerpick.validation.tasks import TaskSpec, resolve_tasks
+
+logger = logging.getLogger(__name__)
+
+RESULTS_DIR = "results"
+
+
+@dataclass
+class TaskOutcome:
+    spec: TaskSpec
+    scores: dict[int, float] = field(default_factory=dict)
+    failure: str | None = None
+    ran: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What a run found (`data` is validation.json) and the files it wrote."""
+
+    data: dict[str, Any]
+    output_dir: Path
+    files: tuple[Path, ...]
+
+    @property
+    def failures(self) -> dict[str, str]:
+        return self.data["failures"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def run_validation(
+    model: str | None,
+    tasks: Sequence[str],
+    *,
+    layers: str | Sequence[int] = "all",
+    report: Path | None = None,
+    output_dir: Path | None = None,
+    load_options: LoadOptions = LoadOptions(),
+    pooling: str | None = None,
+    representation: str = "exported",
+    batch_size: int = 32,
+    max_length: int | None = None,
+    normalize: bool | None = None,
+    exported_dir: Path | None = None,
+    store_dir: Path | None = None,
+    task_data: Sequence[Path] = (),
+    progress: bool = True,
+) -> ValidationReport:
+    """Evaluate `model` layer by layer (or an exported directory) on MTEB tasks; see the module docstring.
+
+    `normalize` None follows the model's own sentence-transformers pipeline (unit vectors when it ends in a
+    Normalize module, as all-MiniLM-L6-v2 does), else raw pooled vectors; an export is always its own output.
+    `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
+    """
+    started = time.perf_counter()
+    if model is None and exported_dir is None:
+        raise LayerpickError("give a model, or an exported directory with --exported")
+    specs = resolve_tasks(tasks, task_data)
+    select = summary.read_select_report(report) if report else None
+    options = SourceOptions(load_options, pooling, representation, batch_size, max_length, normalize, store_dir)
+    setup = exported_setup(exported_dir, options) if exported_dir else model_setup(model, options)
+    if exported_dir and layers != "all":
+        logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
+    _check_report(select, setup)
+    chosen = sorted(setup.slots) if exported_dir else parse_layers(layers, setup.num_layers, select)
+    output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
+    cache = ResultCache(output)
+    with ValidationBars(len(specs), progress) as bars:
+        setup.source.progress = bars.encoding
+        outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
+    data = _document(setup, specs, outcomes, chosen, select, started)
+    return ValidationReport(data, output, tuple(_write(data, output, select)))
+
+
+def parse_layers(layers: str | Sequence[int], num_layers: int, select: dict | None = None) -> list[int]:
+    """'all' -> 0..L; 'selected' -> the report's layer and the last; '3,5' or [3, 5] -> those (checked)."""
+    if isinstance(layers, str) and layers.strip() == "all":
+        return list(range(num_layers + 1))
+    if isinstance(layers, str) and layers.strip() == "selected":
+        if select is None:
+            raise LayerpickError("--layers selected needs --report (a select report.json)")
+        return sorted({int(select["selected_layer"]), num_layers})
+    if isinstance(layers, str):
+        try:
+            layers = [int(part) for part in layers.split(",") if part.strip()]
+        except ValueError:
+            message = f"--layers must be all, selected or comma-separated integers (got {layers!r})"
+            raise LayerpickError(message) from None
+    chosen = sorted(set(layers))
+    bad = [k for k in chosen if not 0 <= k <= num_layers]
+    if bad or not chosen:
+        first = bad[0] if bad else "(none)"
+        raise LayerRangeError(f"layer {first} is out of range: this model has layers 0..{num_layers}")
+    return chosen
+
+
+def default_output(model: str) -> Path:
+    return Path("layerpick-out") / Path(model.rstrip("/")).name / "validation"
+
+
+def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCache, bars: ValidationBars) -> TaskOutcome:
+    outcome = TaskOutcome(spec)
+    bars.start_task(spec.name, len(layers))
+    began = time.perf_counter()
+    for layer in layers:
+        try:
+            _run_pair(outcome, layer, setup, cache)
+        except Exception as error:  # noqa: BLE001 - one task's failure must not stop the others
+            outcome.failure = _one_line(error)
+            logger.warning("task %s failed at layer %d: %s", spec.name, layer, outcome.failure)
+            logger.debug("traceback", exc_info=True)
+            break
+        bars.layer_done()
+    outcome.seconds = time.perf_counter() - began
+    bars.task_done()
+    return outcome
+
+
+def _run_pair(outcome: TaskOutcome, layer: int, setup: Setup, cache: ResultCache) -> None:
+    task = outcome.spec.new_task()
+    meta = setup.meta(layer)
+    result = _finished(cache, task, meta)
+    if result is not None:
+        outcome.reused += 1
+    else:
+        result = _evaluate(setup, layer, task, cache)
+        outcome.ran += 1
+    outcome.scores[layer] = main_score(result)
+
+
+def _evaluate(setup: Setup, layer: int, task, cache: ResultCache) -> TaskResult:
+    with _quiet_datasets(), single_threaded_blas(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = mteb.evaluate(
+            setup.encoder(layer), task, cache=cache, overwrite_strategy="always", show_progress_bar=False,
+            encode_kwargs={"batch_size": setup.batch_size, "show_progress_bar": False}, co2_tracker=False,
+        )
+    if result.exceptions:
+        raise LayerpickError(result.exceptions[0].exception)
+    return result.task_results[0]
+
+
+def single_threaded_blas():
+    """MTEB's scoring fits many small models (10 logistic regressions per classification task and layer); on
+    small matrices threaded BLAS costs more than it gains (25x slower measured on a busy 2-core machine).
+    Torch's own threads, which encode, are untouched."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """mteb maps datasets with per-call progress bars; layerpick draws its own."""
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
+def _finished(cache: ResultCache, task, meta) -> TaskResult | None:
+    """The stored result of this (task, layer), if complete and made from the same data; else None."""
+    path = cache.get_task_result_path(task.metadata.name, meta)
+    if not path.exists():
+        return None
+    try:
+        result = TaskResult.from_disk(path)
+    except Exception as error:  # noqa: BLE001 - an interrupted write: evaluate again
+        logger.warning("unreadable result %s (%s); evaluating again", path, _one_line(error))
+        path.unlink(missing_ok=True)
+        return None
+    if result.dataset_revision != task.metadata.revision or result.get_missing_evaluations(task):
+        return None
+    return result
+
+
+def main_score(result: TaskResult) -> float:
+    """The test split's main score (mean over subsets); without a test split, the mean over all splits.
+    Rounded to 6 decimals as mteb's result files are, so fresh and resumed runs report the same numbers."""
+    splits = ["test"] if "test" in result.scores else list(result.scores)
+    return round(float(result.get_score(splits=splits)), 6)
+
+
+def _check_report(select: dict | None, setup: Setup) -> None:
+    if select is not None and select["num_layers"] != setup.num_layers:
+        raise LayerpickError(f"the report is for a model with {select['num_layers']} layers; "
+                             f"this one has {setup.num_layers}")
+
+
+def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], layers: list[int],
+              select: dict | None, started: float) -> dict[str, Any]:
+    L = setup.num_layers
+    scores = {o.spec.name: o.scores for o in outcomes}
+    means = summary.mean_by_layer(scores, layers, L)
+    best = summary.best_layer(means)
+    selected = select["selected_layer"] if select else None
+    evaluate_s = sum(o.seconds for o in outcomes) - setup.source.collect_seconds
+    facts = dict(setup.facts)
+    load_s = facts.pop("load_s", None)
+    data = {
+        **facts,
+        "layers_evaluated": layers,
+        "tasks": {o.spec.name: {**o.spec.describe(), "main_score_by_layer": [o.scores.get(k) for k in range(L + 1)],
+                                "evaluations_run": o.ran, "evaluations_reused": o.reused} for o in outcomes},
+        "mean_by_layer": means,
+        "mean_over": [o.spec.name for o in outcomes if all(k in o.scores for k in layers)],
+        "selected_layer": selected,
+        "last_layer": L,
+        "best_layer": best,
+        "comparison": summary.comparison(means, selected, L, best),
+        "metric_correlations": summary.metric_correlations(select, means) if select else None,
+        "select_report": {"model": select["model"], "rule": select["rule"]} if select else None,
+        "texts_encoded": setup.source.encoded,
+        "results_dir": RESULTS_DIR,
+        "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
+                    "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
+        "versions": library_versions(),
+        "failures": {o.spec.name: o.failure for o in outcomes if o.failure},
+    }
+    return summary.clean(data)
+
+
+def _write(data: dict[str, Any], output: Path, select: dict | None) -> list[Path]:
+    output.mkdir(parents=True, exist_ok=True)
+    path = output / "validation.json"
+    handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(data, stream, indent=2)
+        stream.write("\n")
+    os.replace(temporary, path)
+    return [path, plot_validation(data, output / "validation.png", select)]
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__

@@ -1,0 +1,166 @@
+"""What a validation run encodes with: a model's every layer (one pass, stored), or an exported
+sentence-transformers directory (its own output, one layer), behind the same store and per-layer encoder."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mteb.models.model_meta import ModelMeta
+
+from layerpick.cache import cache_root
+from layerpick.collect import CollectConfig
+from layerpick.errors import LayerpickError, ModelNotFoundError
+from layerpick.models import DTYPES, LoadOptions, load_model, resolve_device
+from layerpick.pooling import check_pooling
+from layerpick.validation.encoder import (
+    CollectRepresenter,
+    LayerEncoder,
+    LayerSource,
+    SentenceTransformerRepresenter,
+    layer_model_meta,
+    model_label,
+    normalizes,
+    weights_fingerprint,
+)
+from layerpick.validation.store import RepresentationStore, StoreKey
+
+logger = logging.getLogger(__name__)
+
+EXPORT_METADATA = "layerpick.json"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    load_options: LoadOptions = LoadOptions()
+    pooling: str | None = None
+    representation: str = "exported"
+    batch_size: int = 32
+    max_length: int | None = None
+    normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline (Normalize module)
+    store_dir: Path | None = None
+
+
+@dataclass
+class Setup:
+    """The layer source plus everything the report says about it; `slots` maps report layer -> store layer."""
+
+    source: LayerSource
+    label: str
+    revision: str
+    num_layers: int
+    slots: dict[int, int]
+    normalize: bool
+    experiment: dict[str, Any]
+    embed_dim: int | None
+    max_tokens: int | None
+    facts: dict[str, Any] = field(default_factory=dict)
+    suffix: str = ""
+    batch_size: int = 32
+
+    def meta(self, layer: int) -> ModelMeta:
+        name = f"exported-layer-{layer}" if self.suffix == "exported" else layer
+        return layer_model_meta(self.label, name, self.revision, embed_dim=self.embed_dim,
+                                max_tokens=self.max_tokens, experiment=self.experiment)
+
+    def encoder(self, layer: int) -> LayerEncoder:
+        return LayerEncoder(self.source, self.slots[layer], self.meta(layer), self.normalize)
+
+
+def model_setup(model: str, options: SourceOptions) -> Setup:
+    """Load `model`; every layer comes from one forward pass per distinct text, kept in the store."""
+    from layerpick.export import resolve_max_seq_length  # one rule for validate and export
+
+    began = time.perf_counter()
+    loaded = load_model(model, options.load_options)
+    pooling = check_pooling(options.pooling or loaded.family.default_pooling)
+    max_length = resolve_max_seq_length(loaded, options.max_length)
+    config = CollectConfig(pooling, options.representation, options.batch_size, max_length, progress=False)
+    fingerprint = weights_fingerprint(loaded.model)
+    normalize = normalizes(loaded.path) if options.normalize is None else options.normalize
+    key = StoreKey(model, loaded.path, fingerprint, options.load_options.revision, options.representation, pooling,
+                   max_length, options.load_options.dtype)
+    store = RepresentationStore(_store_root(options), key)
+    experiment = {"representation": options.representation, "pooling": pooling, "max_length": max_length,
+                  "dtype": options.load_options.dtype, "normalize": normalize}
+    num_layers = loaded.num_layers
+    facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
+             **experiment, "num_layers": num_layers, "store": str(store.directory), "notes": list(loaded.notes),
+             "load_s": time.perf_counter() - began}
+    return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
+                 model_label(model), options.load_options.revision or fingerprint[:12], num_layers,
+                 {k: k for k in range(num_layers + 1)}, normalize, experiment,
+                 _hidden_size(loaded.model), max_length, facts, batch_size=options.batch_size)
+
+
+def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
+    """An exported sentence-transformers directory: its output is the one layer, placed at the layer its
+    layerpick.json names (so its scores line up with the source model's layer k)."""
+    from sentence_transformers import SentenceTransformer
+
+    path = Path(exported_dir).expanduser()
+    if not path.is_dir():
+        raise ModelNotFoundError(f"exported directory not found: {path}")
+    began = time.perf_counter()
+    info = _export_info(path)
+    load = options.load_options
+    model = SentenceTransformer(str(path), device=resolve_device(load.device),
+                                trust_remote_code=load.trust_remote_code, model_kwargs={"dtype": DTYPES[load.dtype]})
+    fingerprint = weights_fingerprint(model)
+    key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
+                   int(model.max_seq_length or 0), load.dtype)
+    store = RepresentationStore(_store_root(options), key)
+    layer, num_layers = info.get("layer", 0), info.get("num_layers", 0)
+    experiment = {"representation": "sentence-transformers", "dtype": load.dtype}
+    origin = info.get("source") or {}
+    facts = {"model": origin.get("model") or path.name, "model_path": origin.get("path"),
+             "exported_dir": str(path), **experiment, "pooling": info.get("pooling"),
+             "max_length": model.max_seq_length, "normalize": info.get("normalize"), "num_layers": num_layers,
+             "exported_layer": layer, "store": str(store.directory), "notes": _export_notes(info),
+             "load_s": time.perf_counter() - began}
+    source = LayerSource(SentenceTransformerRepresenter(model, options.batch_size, key), store,
+                         chunk_size=_chunk(options))
+    return Setup(source, model_label(str(path)), fingerprint[:12], num_layers, {layer: 0}, False, experiment,
+                 _dimension(model), model.max_seq_length, facts, suffix="exported",
+                 batch_size=options.batch_size)
+
+
+def _export_info(path: Path) -> dict[str, Any]:
+    file = path / EXPORT_METADATA
+    if not file.exists():
+        return {}
+    try:
+        info = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise LayerpickError(f"{file} is not valid JSON ({error.msg})") from None
+    if not isinstance(info.get("layer"), int) or not isinstance(info.get("num_layers"), int):
+        return {}
+    return info
+
+
+def _export_notes(info: dict[str, Any]) -> list[str]:
+    if not info:
+        return [f"no {EXPORT_METADATA} with layer and num_layers: the export's scores are listed as layer 0"]
+    return [f"exported layer {info['layer']} of {info['num_layers']}: its scores sit at that layer"]
+
+
+def _store_root(options: SourceOptions) -> Path:
+    return Path(options.store_dir) if options.store_dir else cache_root() / "store"
+
+
+def _chunk(options: SourceOptions) -> int:
+    return max(64, 4 * options.batch_size)
+
+
+def _hidden_size(model) -> int | None:
+    config = getattr(model, "config", None)
+    return getattr(config, "hidden_size", None) or getattr(config, "n_embd", None)
+
+
+def _dimension(model) -> int | None:
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return getter()

@@ -1,0 +1,114 @@
+"""The local folder format: kinds detected from files and fields, and one clear error per malformed folder."""
+
+import pytest
+
+from layerpick.errors import LayerpickError
+from layerpick.validation import TaskFormatError, read_folder, resolve_tasks
+from validation.helpers import ALL_KINDS, write_jsonl
+
+
+@pytest.mark.parametrize("kind", sorted(ALL_KINDS))
+def test_kind_is_detected_from_files_and_fields(tmp_path, kind):
+    data = read_folder(ALL_KINDS[kind](tmp_path))
+    assert data.kind == kind
+    assert "test" in data.splits
+    assert data.revision.startswith("local-")
+
+
+def test_revision_changes_with_content(tmp_path):
+    folder = ALL_KINDS["sts"](tmp_path)
+    before = read_folder(folder).revision
+    write_jsonl(folder / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "score": 1.0}])
+    assert read_folder(folder).revision != before
+
+
+def test_errors_are_layerpick_errors():
+    assert issubclass(TaskFormatError, LayerpickError)
+
+
+def test_folder_matching_no_format(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("hello")
+    with pytest.raises(TaskFormatError, match="matches no task format"):
+        resolve_tasks([str(tmp_path / "notes")])
+
+
+def test_jsonl_with_unknown_fields(tmp_path):
+    write_jsonl(tmp_path / "odd" / "test.jsonl", [{"question": "a", "answer": "b"}])
+    with pytest.raises(TaskFormatError, match="matches no task format"):
+        read_folder(tmp_path / "odd")
+
+
+def test_no_test_split(tmp_path):
+    write_jsonl(tmp_path / "cls" / "train.jsonl", [{"text": "a", "label": 0}])
+    with pytest.raises(TaskFormatError, match="no test split"):
+        read_folder(tmp_path / "cls")
+
+
+def test_retrieval_without_test_qrels(tmp_path):
+    folder = ALL_KINDS["retrieval"](tmp_path)
+    (folder / "qrels.tsv").rename(folder / "dev.tsv")
+    with pytest.raises(TaskFormatError, match="no test split"):
+        read_folder(folder)
+
+
+def test_classification_missing_labels(tmp_path):
+    write_jsonl(tmp_path / "cls" / "test.jsonl", [{"text": "a"}])
+    write_jsonl(tmp_path / "cls" / "train.jsonl", [{"text": "b", "label": 0}])
+    with pytest.raises(TaskFormatError, match="no 'label'"):
+        read_folder(tmp_path / "cls")
+
+
+def test_label_missing_on_a_later_line(tmp_path):
+    folder = ALL_KINDS["classification"](tmp_path)
+    rows = [{"text": "a", "label": 0}, {"text": "b"}]
+    write_jsonl(folder / "test.jsonl", rows)
+    with pytest.raises(TaskFormatError, match=r"test.jsonl:2: missing 'label'"):
+        read_folder(folder)
+
+
+def test_pairs_without_scores_or_labels(tmp_path):
+    write_jsonl(tmp_path / "p" / "test.jsonl", [{"sentence1": "a", "sentence2": "b"}])
+    with pytest.raises(TaskFormatError, match="without 'score'"):
+        read_folder(tmp_path / "p")
+
+
+def test_sts_score_missing_on_one_line(tmp_path):
+    write_jsonl(tmp_path / "s" / "test.jsonl",
+                [{"sentence1": "a", "sentence2": "b", "score": 1}, {"sentence1": "a", "sentence2": "b", "score": None}])
+    with pytest.raises(TaskFormatError, match=r":2: missing 'score'"):
+        read_folder(tmp_path / "s")
+
+
+def test_classification_needs_train(tmp_path):
+    write_jsonl(tmp_path / "cls" / "test.jsonl", [{"text": "a", "label": 0}])
+    with pytest.raises(TaskFormatError, match="needs train.jsonl"):
+        read_folder(tmp_path / "cls")
+
+
+def test_clustering_lengths_must_match(tmp_path):
+    write_jsonl(tmp_path / "c" / "test.jsonl", [{"sentences": ["a", "b"], "labels": [1]}])
+    with pytest.raises(TaskFormatError, match="2 sentences but 1 labels"):
+        read_folder(tmp_path / "c")
+
+
+def test_invalid_json_names_the_line(tmp_path):
+    folder = ALL_KINDS["sts"](tmp_path)
+    with open(folder / "test.jsonl", "a") as handle:
+        handle.write("{not json\n")
+    with pytest.raises(TaskFormatError, match=r"test.jsonl:15: not valid JSON"):
+        read_folder(folder)
+
+
+def test_qrels_need_their_header(tmp_path):
+    folder = ALL_KINDS["retrieval"](tmp_path)
+    (folder / "qrels.tsv").write_text("q0\td0\t1\n")
+    with pytest.raises(TaskFormatError, match="header"):
+        read_folder(folder)
+
+
+def test_subset_subfolders(tmp_path):
+    ALL_KINDS["sts"](tmp_path / "multi", "en")
+    ALL_KINDS["sts"](tmp_path / "multi", "de")
+    data = read_folder(tmp_path / "multi")
+    assert sorted(data.subsets) == ["de", "en"]
