@@ -4,8 +4,11 @@ Owns: the serve configuration, request validation, the batching worker (the one 
 model), the HTTP handler, and the server's lifecycle (bind, serve, drain on SIGTERM/SIGINT, close).
 
 Endpoints: `POST /v1/embeddings` (OpenAI's request and response shapes) and `GET /health`.
-Standard library only (`http.server.ThreadingHTTPServer`): the model's forward pass costs milliseconds per
-batch, far more than the HTTP layer, so a faster HTTP stack would not change throughput.
+Standard library only (`http.server.ThreadingHTTPServer`), because the HTTP layer is not what limits it.
+Measured on the 2-core development machine (shared with other jobs): with a model that answers instantly,
+the server costs 1-2 ms per request and answers ~285 requests/s from 8 client threads; with
+all-MiniLM-L6-v2, 64 concurrent one-text requests took 1.1 s, no longer than encoding the same 64 texts
+directly in one call (1.2 s), because the worker merged them into batches.
 
 - One request per connection (HTTP/1.0 semantics): every accepted connection is exactly one request in
   flight, which makes draining on shutdown exact.

@@ -3,7 +3,8 @@ published MTEB scores (SOURCE.md of each folder). STSBenchmark, BIOSSES and SciF
 and the classification sets are measured by `benchmarks/validate_bench.py fidelity` (too slow for the suite).
 
 The representation store is the user's cache (or $LAYERPICK_TEST_STORE), like the GGUF conversions the other
-integration tests reuse: cold, SciFact's 5,183 abstracts take minutes on 2 cores; warm, seconds.
+integration tests reuse. Cold on 2 idle cores: STSBenchmark + BIOSSES about 1 minute, SciFact (marked slow)
+about 5 minutes; warm, seconds.
 """
 
 import json
@@ -28,22 +29,32 @@ def store() -> Path:
     return Path(os.environ.get("LAYERPICK_TEST_STORE") or cache_root() / "store")
 
 
-@pytest.fixture(scope="module")
-def scores(tmp_path_factory):
+def last_layer_scores(names, tmp_path) -> dict[str, float]:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not here")
-    folders = [str(SHARED_DATA / name) for name in PUBLISHED]
-    report = run_validation("minilm-l6", folders, layers=[6], output_dir=tmp_path_factory.mktemp("fidelity"),
+    report = run_validation("minilm-l6", [str(SHARED_DATA / name) for name in names], layers=[6], output_dir=tmp_path,
                             store_dir=store(), progress=False)
     assert report.ok, report.failures
     assert report.data["max_length"] == 256 and report.data["pooling"] == "mean"
     return {name: task["main_score_by_layer"][6] for name, task in report.data["tasks"].items()}
 
 
-@pytest.mark.parametrize("name", ["STSBenchmark", "SciFact"])
-def test_published_score_is_reproduced(scores, name):
-    published, tolerance = PUBLISHED[name]
-    assert abs(scores[name] - published) <= tolerance, scores[name]
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory):
+    return last_layer_scores(["STSBenchmark", "BIOSSES"], tmp_path_factory.mktemp("fidelity"))
+
+
+def test_stsbenchmark(scores):
+    published, tolerance = PUBLISHED["STSBenchmark"]
+    assert abs(scores["STSBenchmark"] - published) <= tolerance, scores["STSBenchmark"]
+
+
+@pytest.mark.slow
+def test_scifact(tmp_path):
+    """5,183 abstracts: about 5 minutes on 2 idle cores with a cold store, seconds with a warm one."""
+    score = last_layer_scores(["SciFact"], tmp_path)["SciFact"]
+    published, tolerance = PUBLISHED["SciFact"]
+    assert abs(score - published) <= tolerance, score
 
 
 def test_biosses_matches_sentence_transformers_exactly(scores):
