@@ -108,8 +108,9 @@ def _render(result: ValidationReport) -> None:
     console.print(_table(data))
     comparison = data["comparison"]
     chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
-    parts = [f"{name} layer {c['layer']}: {_fmt(c['mean_score'])}" for name, c in chosen if c["layer"] is not None]
-    console.print("mean score at " + ", ".join(parts))
+    parts = [f"{name} layer {c['layer']}: {_fmt(c['mean_score'])}" for name, c in chosen if c["mean_score"] is not None]
+    if parts:
+        console.print("mean score at " + ", ".join(parts))
     if data.get("metric_correlations"):
         console.print(_correlations(data["metric_correlations"]))
     for note in data.get("notes", []):
@@ -120,8 +121,9 @@ def _render(result: ValidationReport) -> None:
 
 def _table(data: dict) -> Table:
     names = list(data["tasks"])
-    title = (f"{data['model']}: main score by layer ({data.get('representation')}, "
-             f"{data.get('pooling') or 'own'} pooling)")
+    vectors = "unit vectors" if data.get("normalize") else "raw vectors"
+    title = (f"{data['model']}: main score by layer ({data.get('representation')} representation, "
+             f"{data.get('pooling') or 'own'} pooling, {vectors})")
     table = Table(title=title)
     table.add_column("layer", justify="right")
     for name in names:
