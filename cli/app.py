@@ -54,7 +54,9 @@ def _quiet_third_party() -> None:
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # without standalone mode, a typer.Exit(code) comes back as its code
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except typer.Abort:
