@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from layerpick import __version__
-from layerpick.cli import bench_cmd, collect_cmd, errors, export_cmd, models_cmd, select_cmd, serve_cmd, validate_cmd
+from layerpick.cli import bench_cmd, collect_cmd, compare_cmd, errors, export_cmd, models_cmd, run_cmd, select_cmd, serve_cmd, validate_cmd
 
 app = typer.Typer(
     name="layerpick",
@@ -25,6 +25,8 @@ app.command("export")(export_cmd.export)
 app.command("serve")(serve_cmd.serve)
 app.command("bench")(bench_cmd.bench)
 app.command("validate")(validate_cmd.validate)
+app.command("compare")(compare_cmd.compare)
+app.command("run")(run_cmd.run)
 
 
 def _version(value: bool) -> None:

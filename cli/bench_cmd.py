@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from layerpick.bench import BenchConfig, BenchResult, run_bench
+from layerpick.bench import BenchResult, run_bench
+from layerpick.bench_config import BenchConfig
 from layerpick.cli import options as opt
 
 
@@ -23,15 +24,17 @@ def bench(
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
     device: opt.Device = "cpu",
+    threads: Annotated[Optional[int], typer.Option(
+        min=1, help="torch intra-op CPU threads, for both models (default: torch's choice).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
     quiet: opt.Quiet = False,
 ) -> None:
     """Throughput, batch latency and peak memory of an export vs its full model, as ratios (export / full).
 
-    Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128
+    Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
     config = BenchConfig(baseline=baseline, batch_sizes=_parse_sizes(batch_sizes), texts=texts, repeats=repeats,
-                         device=device, memory=memory)
+                         device=device, memory=memory, threads=threads)
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))

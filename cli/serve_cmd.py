@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from layerpick.cli import options as opt
-from layerpick.serving import EmbeddingServer, ServeConfig, serve as run_server
+from layerpick.serve_config import ServeConfig
+from layerpick.serving import EmbeddingServer, serve as run_server
 
 
 def serve(
@@ -21,23 +22,26 @@ def serve(
     max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
     device: opt.Device = "cpu",
     model_name: Annotated[Optional[str], typer.Option(help="`model` name to report (default: directory name).")] = None,
+    threads: Annotated[Optional[int], typer.Option(
+        min=1, help="torch intra-op CPU threads (default: torch's choice, usually one per core).")] = None,
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
     after the requests in flight are answered.
 
     `dimensions` in a request keeps the first n dimensions, re-normalised when the model normalises its output.
 
-    Example: layerpick serve ./smollm2-k15 --port 8080
+    Example: layerpick serve ./smollm2-k15 --port 8080 --threads 4
     """
     config = ServeConfig(host=host, port=port, max_inputs=max_inputs, max_chars=max_chars, batch_size=batch_size,
-                         max_wait_ms=max_wait_ms, device=device, model_name=model_name)
+                         max_wait_ms=max_wait_ms, device=device, model_name=model_name, threads=threads)
     run_server(directory, config, on_ready=_announce)
     typer.echo("layerpick: server stopped", err=True)
 
 
 def _announce(server: EmbeddingServer) -> None:
     typer.echo(
-        f"layerpick: serving {server.model_name} ({server.dimension} dimensions) at {server.url}"
+        f"layerpick: serving {server.model_name} ({server.dimension} dimensions, {server.threads} torch threads)"
+        f" at {server.url}"
         f"  (POST {server.url}/v1/embeddings, GET {server.url}/health; Ctrl-C to stop)",
         err=True,
     )

@@ -37,7 +37,7 @@ def validate(
     model: opt.ModelArg = None,
     tasks: Annotated[Optional[list[str]], typer.Option("--tasks", "-t", help=TASKS_HELP, envvar="LAYERPICK_TASKS")]
     = None,
-    layers: Annotated[str, typer.Option(help="all, selected (needs --report; also runs the last layer), or K,K,...")]
+    layers: Annotated[str, typer.Option(help="all, or a comma-separated mix of K, last and selected (needs --report; adds the last layer).")]
     = "all",
     report: Annotated[Optional[Path], typer.Option(help="A select report.json: compare its choice and metrics.")]
     = None,

@@ -10,6 +10,7 @@ Each layer is pooled batch by batch; token states are shown to observers and the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Protocol, Sequence
@@ -69,6 +70,7 @@ def collect(
     """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
     pooling = check_pooling(config.pooling or loaded.family.default_pooling)
     _check_config(config, texts)
+    config = _within_position_limit(config, loaded)
     lengths = token_lengths(loaded.tokenizer, texts, config.max_length)
     order = sorted(range(len(texts)), key=lambda i: -lengths[i])
     chunks: list[torch.Tensor] = []
@@ -127,6 +129,15 @@ def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
         raise LayerpickError("--batch-size and --max-length must be positive")
     if not texts:
         raise CalibrationError("no texts to encode")
+
+
+def _within_position_limit(config: CollectConfig, loaded: LoadedModel) -> CollectConfig:
+    """Texts are truncated to the model's own position limit when --max-length asks for more."""
+    limit = surgery.position_limit(loaded.model.config)
+    if limit is None or config.max_length <= limit:
+        return config
+    logger.info("--max-length %d exceeds the model's %d positions; truncating to %d", config.max_length, limit, limit)
+    return dataclasses.replace(config, max_length=limit)
 
 
 def _check_finite(pooled: torch.Tensor) -> None:

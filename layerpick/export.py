@@ -208,7 +208,7 @@ def _check_texts(texts: Sequence[str] | None) -> tuple[str, ...]:
 def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
     """The requested length (checked against the model's limit), else the source's sentence-transformers
     setting, else min(the model's and tokenizer's limits, 512)."""
-    limit = position_limit(loaded.model.config)
+    limit = surgery.position_limit(loaded.model.config)
     if requested is not None:
         if requested < 1 or (limit is not None and requested > limit):
             raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
@@ -220,18 +220,6 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
             return saved
     candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
     return min(c for c in candidates if isinstance(c, int) and c > 0)
-
-
-def position_limit(config) -> int | None:
-    """The longest input the model's position embeddings allow; None when unbounded (Mamba).
-    RoBERTa-style models number positions from pad_token_id + 1, so they lose that many.
-    (A per-family fact that belongs with the others in `surgery.Family`.)"""
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int) or limit <= 0:
-        return None
-    if getattr(config, "model_type", None) in ("roberta", "xlm-roberta", "camembert"):
-        limit -= (getattr(config, "pad_token_id", None) or 0) + 1
-    return limit
 
 
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,

@@ -289,3 +289,44 @@ def _number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return "" if value is None else str(value)
+
+
+def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
+    """The ExportFacts that a layerpick.json was written from (the inverse of `metadata_document`)."""
+    source, parity, selection = document["source"], document["parity"], document.get("selection") or {}
+    report = None
+    if selection.get("method") == "report":
+        report = {key: selection.get(key) for key in ("rule", "selected_layer", "scores", "calibration")}
+        if document.get("validation") is not None:
+            report["validation"] = document["validation"]
+    return ExportFacts(
+        model=source["model"], source_path=source["path"], revision=source.get("revision"),
+        layer=document["layer"], num_layers=document["num_layers"], architecture=source["architecture"],
+        representation=document["representation"], pooling=document["pooling"], normalize=document["normalize"],
+        max_seq_length=document["max_seq_length"], params_full=document["parameters"]["full"],
+        params_cut=document["parameters"]["cut"], weights_bytes=document["weights_bytes"],
+        parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
+        parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
+        package=source.get("package"), report=report, report_path=selection.get("report"),
+        speedup=document.get("speedup"), versions=document.get("versions") or {},
+    )
+
+
+def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None, speedup: Any = None) -> None:
+    """Add what was measured after an export (validation by layer, speed-up) to its layerpick.json and model
+    card. Each file is written beside itself and renamed over the old one."""
+    path = Path(directory) / METADATA_FILE
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if validation is not None:
+        document["validation"] = validation
+    if speedup is not None:
+        document["speedup"] = speedup
+    facts = facts_from_metadata(document)
+    _replace(path, json.dumps(document, indent=2, default=str) + "\n")
+    _replace(Path(directory) / CARD_FILE, render_model_card(facts))
+
+
+def _replace(path: Path, text: str) -> None:
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    staging.replace(path)

@@ -184,3 +184,14 @@ def _has_path(module: nn.Module, path: str) -> bool:
     except AttributeError:
         return False
     return True
+
+
+def position_limit(config) -> int | None:
+    """The longest input the model's position embeddings allow; None when unbounded (Mamba).
+    RoBERTa-style models number positions from pad_token_id + 1, so they lose that many."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    if getattr(config, "model_type", None) in ("roberta", "xlm-roberta", "camembert"):
+        limit -= (getattr(config, "pad_token_id", None) or 0) + 1
+    return limit

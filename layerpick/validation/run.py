@@ -109,25 +109,33 @@ def run_validation(
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, select: dict | None = None) -> list[int]:
-    """'all' -> 0..L; 'selected' -> the report's layer and the last; '3,5' or [3, 5] -> those (checked)."""
-    if isinstance(layers, str) and layers.strip() == "all":
-        return list(range(num_layers + 1))
-    if isinstance(layers, str) and layers.strip() == "selected":
-        if select is None:
-            raise LayerpickError("--layers selected needs --report (a select report.json)")
-        return sorted({int(select["selected_layer"]), num_layers})
+    """'all' -> 0..L; 'selected' -> the report's layer and the last; 'last' -> L; '3,5' or [3, 5] -> those;
+    words and numbers mix ('selected,4,8'). Checked against 0..L."""
     if isinstance(layers, str):
-        try:
-            layers = [int(part) for part in layers.split(",") if part.strip()]
-        except ValueError:
-            message = f"--layers must be all, selected or comma-separated integers (got {layers!r})"
-            raise LayerpickError(message) from None
+        parts = [part.strip() for part in layers.split(",") if part.strip()]
+        if "all" in parts:
+            return list(range(num_layers + 1))
+        layers = [number for part in parts for number in _layer_word(part, num_layers, select)]
     chosen = sorted(set(layers))
     bad = [k for k in chosen if not 0 <= k <= num_layers]
     if bad or not chosen:
         first = bad[0] if bad else "(none)"
         raise LayerRangeError(f"layer {first} is out of range: this model has layers 0..{num_layers}")
     return chosen
+
+
+def _layer_word(part: str, num_layers: int, select: dict | None) -> list[int]:
+    if part == "last":
+        return [num_layers]
+    if part == "selected":
+        if select is None:
+            raise LayerpickError("--layers selected needs --report (a select report.json)")
+        return [int(select["selected_layer"]), num_layers]
+    try:
+        return [int(part)]
+    except ValueError:
+        message = f"--layers must be all, selected, last or comma-separated integers (got {part!r})"
+        raise LayerpickError(message) from None
 
 
 def default_output(model: str) -> Path:

@@ -146,6 +146,8 @@ def test_selected_layers_need_a_report(tmp_path):
     assert parse_layers("selected", LAYERS, select) == [2, LAYERS]
     assert parse_layers("all", 3) == [0, 1, 2, 3]
     assert parse_layers("3,1", 4) == [1, 3]
+    assert parse_layers("selected,1", LAYERS, select) == [1, 2, LAYERS]
+    assert parse_layers("last, 0", 4) == [0, 4]
     with pytest.raises(LayerpickError, match="needs --report"):
         parse_layers("selected", LAYERS)
     with pytest.raises(LayerRangeError, match="out of range"):

@@ -1,0 +1,137 @@
+"""`layerpick run`: select, validate (with --tasks), export and bench in one output folder, then one report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from layerpick import registry
+from layerpick.bench import BenchConfig
+from layerpick.cli import options as opt
+from layerpick.cli.bench_cmd import _parse_sizes
+from layerpick.collect import CollectConfig
+from layerpick.errors import LayerpickError
+from layerpick.run_report import write_run_report
+from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.select_run import ALL_METRICS, SelectConfig
+from layerpick.selection import DEFAULT_RULE
+from layerpick.workflow import RunConfig, RunResult, run_workflow
+
+
+def run(
+    model: opt.ModelArg = None,
+    tasks: Annotated[Optional[list[str]], typer.Option(
+        "--tasks", "-t", help="MTEB task names or task folders (comma-separated or repeated); none: no validation.",
+        envvar="LAYERPICK_TASKS")] = None,
+    layers: Annotated[str, typer.Option(help="Layers to validate: 'all', or a mix of K, last and selected.")]
+    = "selected",
+    task_data: Annotated[Optional[list[Path]], typer.Option(
+        "--task-data", help="Folder of task folders named after MTEB tasks (offline).", envvar="LAYERPICK_TASK_DATA")]
+    = None,
+    output: Annotated[Optional[Path], typer.Option(
+        help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.",
+        envvar="LAYERPICK_OUTPUT")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = False,
+    calibration: opt.Calibration = None,
+    field: opt.Field = None,
+    limit: opt.Limit = None,
+    metrics: Annotated[str, typer.Option(help="Comma-separated metrics to compute.", envvar="LAYERPICK_METRICS")]
+    = ALL_METRICS,
+    rule: Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...",
+                                      envvar="LAYERPICK_RULE")] = DEFAULT_RULE,
+    tolerance: Annotated[float, typer.Option(help="Smallest layer within this fraction of the rule's best.")] = 0.0,
+    representation: opt.Representation = "exported",
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 16,
+    max_length: opt.MaxLength = 512,
+    views: Annotated[int, typer.Option(help="Augmented views per text.")] = DEFAULT_VIEWS,
+    seed: opt.Seed = 0,
+    normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
+    bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
+    = True,
+    bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = "1,32",
+    bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = 128,
+    bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")] = 3,
+    bench_memory: Annotated[bool, typer.Option("--bench-memory/--no-bench-memory",
+                                               help="Measure peak memory (a fresh process per model).")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a summary object (JSON) on stdout only.")] = False,
+    revision: opt.Revision = None,
+    dtype: opt.Dtype = "float32",
+    device: opt.Device = "cpu",
+    device_map: opt.DeviceMap = None,
+    trust_remote_code: opt.TrustRemoteCode = False,
+    allow_pickle: opt.AllowPickle = False,
+    gguf_file: opt.GgufFile = None,
+    quiet: opt.Quiet = False,
+) -> None:
+    """Select a layer, validate it, export it and bench it, into one folder with one report (report.html).
+
+    Example: layerpick run smollm2-135m --tasks ../shared/data/STSBenchmark --limit 256 --output runs/smollm2
+    """
+    name = model or registry.DEFAULT_MODEL
+    items = tuple(item.strip() for value in tasks or [] for item in value.split(",") if item.strip())
+    select = SelectConfig(
+        calibration=calibration, field=field, limit=limit, metrics=metrics, rule=rule, tolerance=tolerance,
+        collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
+        scoring=ScoringConfig(views=views, seed=seed))
+    bench_config = BenchConfig(batch_sizes=_parse_sizes(bench_batch_sizes), texts=bench_texts, repeats=bench_repeats,
+                               device=device, memory=bench_memory) if bench else None
+    config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
+                       bench=bench_config, select=select, force=force)
+    load = opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file)
+    target = output or Path("layerpick-out") / Path(name.rstrip("/")).name / "run"
+    result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
+    files = write_run_report(result)
+    if as_json:
+        typer.echo(json.dumps(summary(result, files), indent=2))
+    else:
+        _render(result, files)
+    failures = (result.validation or {}).get("failures")
+    if failures:
+        raise LayerpickError(f"{len(failures)} validation task(s) failed ({', '.join(failures)}); see {files[0]}")
+
+
+def summary(result: RunResult, files: list[Path]) -> dict:
+    """The answer in a few keys: which layer, how good, how much faster, and where everything is."""
+    comparison = (result.validation or {}).get("comparison")
+    return {
+        "model": result.model,
+        "num_layers": result.select["num_layers"],
+        "selected_layer": result.select["selected_layer"],
+        "rule": result.select["rule"],
+        "validation": comparison,
+        "speedup": result.export.get("speedup"),
+        "export": str(result.export_dir),
+        "parity_passed": result.export["parity"]["passed"],
+        "report": [str(path) for path in files],
+        "stages": result.stages,
+    }
+
+
+def _announcer(quiet: bool):
+    console = Console(stderr=True, highlight=False)
+
+    def announce(stage: str, reused: bool) -> None:
+        if not quiet:
+            console.print(f"[bold]{stage}[/bold]: " + ("reusing the finished stage" if reused else "running"))
+
+    return announce
+
+
+def _render(result: RunResult, files: list[Path]) -> None:
+    console = Console(highlight=False)
+    select = result.select
+    console.print(f"[bold]layer {select['selected_layer']} of {select['num_layers']}[/bold] ({select['rule']})")
+    comparison = (result.validation or {}).get("comparison")
+    if comparison:
+        chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
+        console.print("mean task score: " + ", ".join(
+            f"{name} layer {c['layer']} {c['mean_score']:.4f}" for name, c in chosen if c["mean_score"] is not None))
+    for batch, ratios in (result.export.get("speedup") or {}).items():
+        console.print(f"{batch}: throughput x{ratios['throughput x']:.2f} vs the full model")
+    console.print(f"export: {result.export_dir}")
+    console.print("report: " + ", ".join(str(path) for path in files))
