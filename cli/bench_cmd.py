@@ -24,8 +24,7 @@ def bench(
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
     device: opt.Device = "cpu",
-    threads: Annotated[Optional[int], typer.Option(
-        min=1, help="torch intra-op CPU threads, for both models (default: torch's choice).")] = None,
+    threads: opt.Threads = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
     quiet: opt.Quiet = False,
 ) -> None:

@@ -18,9 +18,11 @@ Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag
 Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
 Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto.", envvar="LAYERPICK_DEVICE")]
 DeviceMap = Annotated[
-    Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).")
+    Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).",
+                                envvar="LAYERPICK_DEVICE_MAP")
 ]
-TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code.")]
+TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code.",
+                                               envvar="LAYERPICK_TRUST_REMOTE_CODE")]
 AllowPickle = Annotated[bool, typer.Option("--allow-pickle", help="Also load pickle (.bin) weights.")]
 GgufFile = Annotated[Optional[str], typer.Option("--gguf-file", help="GGUF file name inside the model directory.")]
 
@@ -29,17 +31,22 @@ Calibration = Annotated[
     typer.Option(help="Text file (one per line), JSONL file, or task folder. Default: the embedded set.",
                  envvar="LAYERPICK_CALIBRATION"),
 ]
-Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').")]
+Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').",
+                                              envvar="LAYERPICK_FIELD")]
 Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts.", envvar="LAYERPICK_LIMIT")]
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
 BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
 MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
-Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's).")]
+Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's).",
+                                                envvar="LAYERPICK_POOLING")]
 Representation = Annotated[
-    str, typer.Option(help="'exported' (what the cut model outputs) or 'raw' (residual stream; research only).")
+    str, typer.Option(help="'exported' (what the cut model outputs) or 'raw' (residual stream; research only).",
+                      envvar="LAYERPICK_REPRESENTATION")
 ]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]
+Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).",
+                                                envvar="LAYERPICK_THREADS")]
 
 
 def load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file) -> LoadOptions:

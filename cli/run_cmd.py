@@ -33,8 +33,8 @@ def run(
         "--task-data", help="Folder of task folders named after MTEB tasks (offline).", envvar="LAYERPICK_TASK_DATA")]
     = None,
     output: Annotated[Optional[Path], typer.Option(
-        help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.",
-        envvar="LAYERPICK_OUTPUT")] = None,
+        help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.")]
+    = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = False,
     calibration: opt.Calibration = None,
     field: opt.Field = None,
@@ -48,7 +48,7 @@ def run(
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
-    views: Annotated[int, typer.Option(help="Augmented views per text.")] = DEFAULT_VIEWS,
+    views: Annotated[int, typer.Option(help="Augmented views per text.", envvar="LAYERPICK_VIEWS")] = DEFAULT_VIEWS,
     seed: opt.Seed = 0,
     normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
@@ -58,6 +58,7 @@ def run(
     bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")] = 3,
     bench_memory: Annotated[bool, typer.Option("--bench-memory/--no-bench-memory",
                                                help="Measure peak memory (a fresh process per model).")] = True,
+    threads: opt.Threads = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a summary object (JSON) on stdout only.")] = False,
     revision: opt.Revision = None,
     dtype: opt.Dtype = "float32",
@@ -79,7 +80,7 @@ def run(
         collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
         scoring=ScoringConfig(views=views, seed=seed))
     bench_config = BenchConfig(batch_sizes=_parse_sizes(bench_batch_sizes), texts=bench_texts, repeats=bench_repeats,
-                               device=device, memory=bench_memory) if bench else None
+                               device=device, memory=bench_memory, threads=threads) if bench else None
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
                        bench=bench_config, select=select, force=force)
     load = opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file)

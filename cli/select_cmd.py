@@ -36,7 +36,8 @@ def select(
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
-    views: Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).")]
+    views: Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
+                                       envvar="LAYERPICK_VIEWS")]
     = DEFAULT_VIEWS,
     alpha: Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")] = 1.0,
     seed: opt.Seed = 0,

@@ -14,16 +14,17 @@ from layerpick.serving import EmbeddingServer, serve as run_server
 
 def serve(
     directory: Annotated[Path, typer.Argument(help="A sentence-transformers directory (e.g. `layerpick export`'s).")],
-    host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.",
+                                      envvar="LAYERPICK_HOST")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")] = 8080,
     max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")] = 256,
     max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")] = 8192,
-    batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.")] = 32,
+    batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.",
+                                            envvar="LAYERPICK_BATCH_SIZE")] = 32,
     max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
     device: opt.Device = "cpu",
     model_name: Annotated[Optional[str], typer.Option(help="`model` name to report (default: directory name).")] = None,
-    threads: Annotated[Optional[int], typer.Option(
-        min=1, help="torch intra-op CPU threads (default: torch's choice, usually one per core).")] = None,
+    threads: opt.Threads = None,
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
     after the requests in flight are answered.

@@ -49,7 +49,7 @@ def validate(
                                                             "after MTEB tasks; used instead of the hub.",
                                                             envvar="LAYERPICK_TASK_DATA")] = None,
     store: Annotated[Optional[Path], typer.Option(help="Representation store directory (default: the layerpick "
-                                                  "cache).")] = None,
+                                                  "cache).", envvar="LAYERPICK_STORE")] = None,
     normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="Unit-length vectors or "
                                                       "raw pooled ones (default: as the model's own "
                                                       "sentence-transformers pipeline; raw for other models).")]

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep test runs from writing into the user's cache, except the GGUF conversions they reuse."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    for name in [name for name in os.environ if name.startswith("LAYERPICK_") and name != "LAYERPICK_CACHE"]:
+        monkeypatch.delenv(name)  # a developer's own settings must not change what the tests see
+    monkeypatch.delenv("MTEB_CACHE", raising=False)
 
 
 @pytest.fixture(scope="session")

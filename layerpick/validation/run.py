@@ -1,7 +1,9 @@
 """The validation run: tasks x layers through `mteb.evaluate`, resumable, with validation.json and validation.png.
 
 Every (task, layer) pair is one `mteb.evaluate` call on a fresh task with the per-layer encoder view; its
-TaskResult is written by mteb's own ResultCache under `<output>/results/layerpick__<model>__layer-<k>/...`.
+TaskResult is written by mteb's own ResultCache under `<output>/results/layerpick__<model>__layer-<k>/...`
+(or under `$MTEB_CACHE/results/...` when MTEB_CACHE is set, beside the user's other MTEB results: the
+per-layer model names keep them apart from the full model's).
 A pair whose complete result is already there (same dataset revision, no missing split or subset) is read,
 not recomputed. A task that fails is recorded with its error and the other tasks still run.
 """
@@ -100,7 +102,7 @@ def run_validation(
     _check_report(select, setup)
     chosen = sorted(setup.slots) if exported_dir else parse_layers(layers, setup.num_layers, select)
     output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
-    cache = ResultCache(output)
+    cache = ResultCache(results_root(output))
     with ValidationBars(len(specs), progress) as bars:
         setup.source.progress = bars.encoding
         outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
@@ -136,6 +138,11 @@ def _layer_word(part: str, num_layers: int, select: dict | None) -> list[int]:
     except ValueError:
         message = f"--layers must be all, selected, last or comma-separated integers (got {part!r})"
         raise LayerpickError(message) from None
+
+
+def results_root(output: Path) -> Path:
+    """Where mteb's ResultCache keeps the per-layer result files: $MTEB_CACHE when set, else the output."""
+    return Path(os.environ["MTEB_CACHE"]).expanduser() if os.environ.get("MTEB_CACHE") else output
 
 
 def default_output(model: str) -> Path:
@@ -260,7 +267,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "metric_correlations": summary.metric_correlations(select, means) if select else None,
         "select_report": {"model": select["model"], "rule": select["rule"]} if select else None,
         "texts_encoded": setup.source.encoded,
-        "results_dir": RESULTS_DIR,
+        "results_dir": str(results_root(Path(".")) / RESULTS_DIR) if os.environ.get("MTEB_CACHE") else RESULTS_DIR,
         "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
                     "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
         "versions": library_versions(),
