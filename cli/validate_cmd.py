@@ -16,13 +16,7 @@ from rich.table import Table
 
 from layerpick import registry
 from layerpick.cli import options as opt
-from layerpick.validation import (
-    ValidationFailedError,
-    ValidationReport,
-    materialize_tasks,
-    run_validation,
-    split_items,
-)
+from layerpick import validation
 
 TASKS_HELP = (
     "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated. A folder named after "
@@ -76,15 +70,15 @@ def validate(
 
     Example: layerpick validate minilm-l6 --tasks ../shared/data/STSBenchmark,../shared/data/SciFact --layers all
     """
-    items = [item for value in tasks or [] for item in split_items(value)]
+    items = [item for value in tasks or [] for item in validation.split_items(value)]
     if not items:
         raise typer.BadParameter("give at least one task", param_hint="--tasks")
     _quiet_mteb_logging()
     if materialize is not None:
-        for folder in materialize_tasks(items, materialize):
+        for folder in validation.materialize_tasks(items, materialize):
             typer.echo(f"wrote {folder}")
         return
-    result = run_validation(
+    result = validation.run_validation(
         None if exported and model is None else (model or registry.DEFAULT_MODEL), items,
         layers=layers, report=report, output_dir=output,
         load_options=opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
@@ -98,11 +92,11 @@ def validate(
     if result.failures:
         _render_failures(result)
         names = ", ".join(result.failures)
-        raise ValidationFailedError(f"{len(result.failures)} task(s) failed ({names}); the others were written to "
-                                    f"{result.files[0]}")
+        raise validation.ValidationFailedError(
+            f"{len(result.failures)} task(s) failed ({names}); the others were written to {result.files[0]}")
 
 
-def _render(result: ValidationReport) -> None:
+def _render(result: "validation.ValidationReport") -> None:
     data = result.data
     console = Console()
     console.print(_table(data))
@@ -149,7 +143,7 @@ def _correlations(correlations: dict) -> Table:
     return table
 
 
-def _render_failures(result: ValidationReport) -> None:
+def _render_failures(result: "validation.ValidationReport") -> None:
     console = Console(stderr=True)
     for task, message in result.failures.items():
         console.print(f"[red]failed[/red] {task}: {message}", highlight=False)

@@ -4,32 +4,27 @@ distinct text for every layer, a resumable run, and validation.json / validation
 Modules: `folders` (the local folder format), `inject` (folder data -> mteb task data, custom tasks), `tasks`
 (resolving --tasks items), `store` (on-disk representations), `encoder` (the per-layer mteb encoder),
 `sources` (model or exported directory), `run` (the run), `summary` (the numbers), `plot`, `materialize`.
+
+Names are imported on first use (PEP 562), so that `layerpick.validation.summary` and the CLI's start-up do
+not pay for importing mteb.
 """
 
-from layerpick.validation.encoder import LayerEncoder, LayerSource
-from layerpick.validation.errors import ReportFormatError, TaskFormatError, TaskNotFoundError, ValidationFailedError
-from layerpick.validation.folders import read_folder
-from layerpick.validation.materialize import materialize_tasks, write_task_folder
-from layerpick.validation.run import ValidationReport, parse_layers, run_validation
-from layerpick.validation.store import RepresentationStore, StoreKey
-from layerpick.validation.tasks import TaskSpec, resolve_tasks, split_items
+from importlib import import_module
 
-__all__ = [
-    "LayerEncoder",
-    "LayerSource",
-    "ReportFormatError",
-    "RepresentationStore",
-    "StoreKey",
-    "TaskFormatError",
-    "TaskNotFoundError",
-    "TaskSpec",
-    "ValidationFailedError",
-    "ValidationReport",
-    "materialize_tasks",
-    "parse_layers",
-    "read_folder",
-    "resolve_tasks",
-    "run_validation",
-    "split_items",
-    "write_task_folder",
-]
+_HOMES = {
+    "LayerEncoder": "encoder", "LayerSource": "encoder", "ReportFormatError": "errors", "TaskFormatError": "errors",
+    "TaskNotFoundError": "errors", "ValidationFailedError": "errors", "read_folder": "folders",
+    "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "run",
+    "parse_layers": "run", "run_validation": "run", "RepresentationStore": "store", "StoreKey": "store",
+    "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'layerpick.validation' has no attribute {name!r}")
+    value = getattr(import_module(f"layerpick.validation.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
