@@ -12,8 +12,10 @@ from rich.table import Table
 from layerpick import registry
 from layerpick.collect_run import collect_layers
 from layerpick.cli import options as opt
+from layerpick.models import LoadOptions
 
 
+@opt.with_load_options
 def collect(
     model: opt.ModelArg = None,
     output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")] = None,
@@ -25,14 +27,8 @@ def collect(
     representation: opt.Representation = "exported",
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
-    revision: opt.Revision = None,
-    dtype: opt.Dtype = "float32",
-    device: opt.Device = "cpu",
-    device_map: opt.DeviceMap = None,
-    trust_remote_code: opt.TrustRemoteCode = False,
-    allow_pickle: opt.AllowPickle = False,
-    gguf_file: opt.GgufFile = None,
     quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
 ) -> None:
     """Collect every layer's pooled representation of the calibration texts in one forward pass.
 
@@ -40,7 +36,7 @@ def collect(
     """
     result = collect_layers(
         model or registry.DEFAULT_MODEL,
-        opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        load,
         calibration=calibration, field=field, limit=limit, seed=seed, pooling=pooling,
         representation=representation, batch_size=batch_size, max_length=max_length, progress=not quiet,
         output=output,

@@ -11,9 +11,11 @@ from rich.console import Console
 
 from layerpick import registry
 from layerpick.cli import options as opt
+from layerpick.models import LoadOptions
 from layerpick.export import ExportResult, export_model
 
 
+@opt.with_load_options
 def export(
     model: opt.ModelArg = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
@@ -27,14 +29,8 @@ def export(
         Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: min(model limit, 512)).")
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = False,
-    revision: opt.Revision = None,
-    dtype: opt.Dtype = "float32",
-    device: opt.Device = "cpu",
-    device_map: opt.DeviceMap = None,
-    trust_remote_code: opt.TrustRemoteCode = False,
-    allow_pickle: opt.AllowPickle = False,
-    gguf_file: opt.GgufFile = None,
     quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
 ) -> None:
     """Export MODEL cut after layer K as a sentence-transformers embedder, checked against layer K.
 
@@ -44,7 +40,7 @@ def export(
         model or _model_from_report(report) or registry.DEFAULT_MODEL,
         layer,
         output,
-        load_options=opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        load_options=load,
         pooling=pooling,
         normalize=normalize,
         max_seq_length=max_seq_length,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
@@ -43,19 +45,40 @@ Representation = Annotated[
     str, typer.Option(help="'exported' (what the cut model outputs) or 'raw' (residual stream; research only).",
                       envvar="LAYERPICK_REPRESENTATION")
 ]
+Metrics = Annotated[str, typer.Option(help="Comma-separated metrics to compute.", envvar="LAYERPICK_METRICS")]
+Rule = Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...", envvar="LAYERPICK_RULE")]
+Tolerance = Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's best "
+                                          "(0 = the best; trades quality for speed).")]
+Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
+                                    envvar="LAYERPICK_VIEWS")]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]
 Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).",
                                                 envvar="LAYERPICK_THREADS")]
 
 
-def load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file) -> LoadOptions:
-    return LoadOptions(
-        revision=revision,
-        dtype=dtype,
-        device=device,
-        device_map=device_map,
-        trust_remote_code=trust_remote_code,
-        allow_pickle=allow_pickle,
-        gguf_file=gguf_file,
-    )
+LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading command loads its model
+    "revision": (Revision, None),
+    "dtype": (Dtype, "float32"),
+    "device": (Device, "cpu"),
+    "device_map": (DeviceMap, None),
+    "trust_remote_code": (TrustRemoteCode, False),
+    "allow_pickle": (AllowPickle, False),
+    "gguf_file": (GgufFile, None),
+}
+
+
+def with_load_options(command: Callable) -> Callable:
+    """Give a command the model-loading options (after its own); it receives them as one `load: LoadOptions`."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [parameter for parameter in signature.parameters.values() if parameter.name != "load"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+             for name, (annotation, default) in LOAD_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        load = LoadOptions(**{name: kwargs.pop(name) for name in LOAD_OPTIONS})
+        return command(**kwargs, load=load)
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
+    return wrapper

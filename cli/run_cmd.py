@@ -12,6 +12,7 @@ from rich.console import Console
 from layerpick import registry
 from layerpick.bench import BenchConfig
 from layerpick.cli import options as opt
+from layerpick.models import LoadOptions
 from layerpick.cli.bench_cmd import _parse_sizes
 from layerpick.collect import CollectConfig
 from layerpick.errors import LayerpickError
@@ -22,6 +23,7 @@ from layerpick.selection import DEFAULT_RULE
 from layerpick.workflow import RunConfig, RunResult, run_workflow
 
 
+@opt.with_load_options
 def run(
     model: opt.ModelArg = None,
     tasks: Annotated[Optional[list[str]], typer.Option(
@@ -39,16 +41,14 @@ def run(
     calibration: opt.Calibration = None,
     field: opt.Field = None,
     limit: opt.Limit = None,
-    metrics: Annotated[str, typer.Option(help="Comma-separated metrics to compute.", envvar="LAYERPICK_METRICS")]
-    = ALL_METRICS,
-    rule: Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...",
-                                      envvar="LAYERPICK_RULE")] = DEFAULT_RULE,
-    tolerance: Annotated[float, typer.Option(help="Smallest layer within this fraction of the rule's best.")] = 0.0,
+    metrics: opt.Metrics = ALL_METRICS,
+    rule: opt.Rule = DEFAULT_RULE,
+    tolerance: opt.Tolerance = 0.0,
     representation: opt.Representation = "exported",
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
-    views: Annotated[int, typer.Option(help="Augmented views per text.", envvar="LAYERPICK_VIEWS")] = DEFAULT_VIEWS,
+    views: opt.Views = DEFAULT_VIEWS,
     seed: opt.Seed = 0,
     normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
@@ -60,18 +60,12 @@ def run(
                                                help="Measure peak memory (a fresh process per model).")] = True,
     threads: opt.Threads = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a summary object (JSON) on stdout only.")] = False,
-    revision: opt.Revision = None,
-    dtype: opt.Dtype = "float32",
-    device: opt.Device = "cpu",
-    device_map: opt.DeviceMap = None,
-    trust_remote_code: opt.TrustRemoteCode = False,
-    allow_pickle: opt.AllowPickle = False,
-    gguf_file: opt.GgufFile = None,
     quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
 ) -> None:
     """Select a layer, validate it, export it and bench it, into one folder with one report (report.html).
 
-    Example: layerpick run smollm2-135m --tasks ../shared/data/STSBenchmark --limit 256 --output runs/smollm2
+    Example: layerpick run smollm2-135m --tasks STSBenchmark,tasks/BIOSSES --limit 256 --output runs/smollm2
     """
     name = model or registry.DEFAULT_MODEL
     items = tuple(item.strip() for value in tasks or [] for item in value.split(",") if item.strip())
@@ -80,10 +74,9 @@ def run(
         collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
         scoring=ScoringConfig(views=views, seed=seed))
     bench_config = BenchConfig(batch_sizes=_parse_sizes(bench_batch_sizes), texts=bench_texts, repeats=bench_repeats,
-                               device=device, memory=bench_memory, threads=threads) if bench else None
+                               device=load.device, memory=bench_memory, threads=threads) if bench else None
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
                        bench=bench_config, select=select, force=force)
-    load = opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file)
     target = output or Path("layerpick-out") / Path(name.rstrip("/")).name / "run"
     result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
     files = write_run_report(result)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from layerpick import registry
 from layerpick.cli import options as opt
+from layerpick.models import LoadOptions
 from layerpick.collect import CollectConfig
 from layerpick.report import ARROWS
 from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
@@ -19,38 +20,28 @@ from layerpick.select_run import ALL_METRICS, SelectConfig, select_and_write
 from layerpick.selection import DEFAULT_RULE
 
 
+@opt.with_load_options
 def select(
     model: opt.ModelArg = None,
     calibration: opt.Calibration = None,
     field: opt.Field = None,
     limit: opt.Limit = None,
-    metrics: Annotated[str, typer.Option(help="Comma-separated metrics to compute.", envvar="LAYERPICK_METRICS")]
-    = ALL_METRICS,
-    rule: Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...",
-                                      envvar="LAYERPICK_RULE")] = DEFAULT_RULE,
-    tolerance: Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's "
-                                             "best (0 = the best; trades quality for speed).")] = 0.0,
+    metrics: opt.Metrics = ALL_METRICS,
+    rule: opt.Rule = DEFAULT_RULE,
+    tolerance: opt.Tolerance = 0.0,
     include_layer0: Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
     = False,
     representation: opt.Representation = "exported",
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
-    views: Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
-                                       envvar="LAYERPICK_VIEWS")]
-    = DEFAULT_VIEWS,
+    views: opt.Views = DEFAULT_VIEWS,
     alpha: Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")] = 1.0,
     seed: opt.Seed = 0,
     output: opt.Output = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print report.json on stdout and nothing else.")] = False,
-    revision: opt.Revision = None,
-    dtype: opt.Dtype = "float32",
-    device: opt.Device = "cpu",
-    device_map: opt.DeviceMap = None,
-    trust_remote_code: opt.TrustRemoteCode = False,
-    allow_pickle: opt.AllowPickle = False,
-    gguf_file: opt.GgufFile = None,
     quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
 ) -> None:
     """Score every layer with unsupervised metrics in one forward pass (plus augmented views) and pick one.
 
@@ -62,7 +53,6 @@ def select(
         collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
         scoring=ScoringConfig(alpha=alpha, views=views, seed=seed),
     )
-    load = opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file)
     report, written = select_and_write(model or registry.DEFAULT_MODEL, load, config, output)
     if as_json:
         typer.echo(json.dumps(report, indent=2))

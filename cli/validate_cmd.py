@@ -16,6 +16,7 @@ from rich.table import Table
 
 from layerpick import registry
 from layerpick.cli import options as opt
+from layerpick.models import LoadOptions
 from layerpick import validation
 
 TASKS_HELP = (
@@ -27,6 +28,7 @@ TASKS_HELP = (
 )
 
 
+@opt.with_load_options
 def validate(
     model: opt.ModelArg = None,
     tasks: Annotated[Optional[list[str]], typer.Option("--tasks", "-t", help=TASKS_HELP, envvar="LAYERPICK_TASKS")]
@@ -57,18 +59,12 @@ def validate(
                                                       "model's sentence-transformers setting, else 512).",
                                                       envvar="LAYERPICK_MAX_LENGTH")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print validation.json on stdout and nothing else.")] = False,
-    revision: opt.Revision = None,
-    dtype: opt.Dtype = "float32",
-    device: opt.Device = "cpu",
-    device_map: opt.DeviceMap = None,
-    trust_remote_code: opt.TrustRemoteCode = False,
-    allow_pickle: opt.AllowPickle = False,
-    gguf_file: opt.GgufFile = None,
     quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
 ) -> None:
     """Score layers on MTEB tasks: every layer from one forward pass per distinct text, resumable.
 
-    Example: layerpick validate minilm-l6 --tasks ../shared/data/STSBenchmark,../shared/data/SciFact --layers all
+    Example: layerpick validate minilm-l6 --tasks STSBenchmark,tasks/my-sts-folder --layers all
     """
     items = [item for value in tasks or [] for item in validation.split_items(value)]
     if not items:
@@ -81,7 +77,7 @@ def validate(
     result = validation.run_validation(
         None if exported and model is None else (model or registry.DEFAULT_MODEL), items,
         layers=layers, report=report, output_dir=output,
-        load_options=opt.load_options(revision, dtype, device, device_map, trust_remote_code, allow_pickle, gguf_file),
+        load_options=load,
         pooling=pooling, representation=representation, batch_size=batch_size, max_length=max_length,
         normalize=normalize, exported_dir=exported, store_dir=store, task_data=task_data or (), progress=not quiet,
     )

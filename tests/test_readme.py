@@ -1,0 +1,74 @@
+"""The README cannot drift from the code.
+
+1. Every `layerpick ...` command line in the README's code blocks names a real command and real options.
+2. The bash blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They are the
+   walkthrough from a fresh install to a served embedder; `tasks/` there holds the local MTEB task folders
+   that the README tells users to materialise with `layerpick validate --materialize`.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from conftest import SHARED_DATA
+from layerpick.cli.app import app
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"(<!-- runnable -->\n)?```(?:bash|console)\n(.*?)```", re.S)
+
+
+def code_blocks() -> list[tuple[bool, str]]:
+    return [(bool(marker), body) for marker, body in BLOCK.findall(README.read_text(encoding="utf-8"))]
+
+
+def command_lines() -> list[str]:
+    lines = []
+    for _, body in code_blocks():
+        for line in body.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip().removeprefix("$ ")
+            if line.startswith("layerpick "):
+                lines.append(line.rstrip("&").strip())
+    return lines
+
+
+def known_options() -> dict[str, set[str]]:
+    command = typer.main.get_command(app)
+    return {name: {opt for param in sub.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+            for name, sub in command.commands.items()}
+
+
+def test_readme_has_runnable_blocks_and_commands():
+    assert sum(marked for marked, _ in code_blocks()) >= 2
+    assert len(command_lines()) >= 8
+
+
+@pytest.mark.parametrize("line", command_lines())
+def test_readme_commands_use_real_options(line):
+    words = shlex.split(line)[1:]
+    if words[0].startswith("-"):
+        assert set(words) <= {"--version", "--help", "-v", "--verbose"}
+        return
+    options = known_options()
+    assert words[0] in options, f"no command {words[0]!r}"
+    used = {word.split("=")[0] for word in words[1:] if word.startswith("-")}
+    assert used <= options[words[0]], f"unknown options {used - options[words[0]]} in: {line}"
+
+
+@pytest.mark.integration
+def test_runnable_blocks_succeed(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    for name in ("BIOSSES", "STSBenchmark"):
+        (tmp_path / "tasks" / name).symlink_to(SHARED_DATA / name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for number, (marked, body) in enumerate(code_blocks()):
+        if not marked:
+            continue
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, f"README block {number} failed:\n{body}\n{done.stderr[-3000:]}"
