@@ -117,7 +117,7 @@ def _announcer(quiet: bool):
 
 
 def _render(result: RunResult, files: list[Path]) -> None:
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
     select = result.select
     console.print(f"[bold]layer {select['selected_layer']} of {select['num_layers']}[/bold] ({select['rule']})")
     comparison = (result.validation or {}).get("comparison")

@@ -46,6 +46,14 @@ __all__ = ["EmbeddingServer", "ServeConfig", "ServeError", "serve"]
 logger = logging.getLogger(__name__)
 
 
+def default_model_name(directory: Path, metadata: dict | None) -> str:
+    """A layerpick export is named after its source and layer ('smollm2-135m-layer28'), else the folder."""
+    source = (metadata or {}).get("source")
+    if isinstance(source, dict) and isinstance(source.get("model"), str) and isinstance(metadata.get("layer"), int):
+        return f"{Path(source['model'].rstrip('/')).name}-layer{metadata['layer']}"
+    return directory.resolve().name
+
+
 class EmbeddingServer:
     """The model, its batching worker and a bound HTTP server; `start()` or `serve_forever()` to serve.
 
@@ -60,7 +68,7 @@ class EmbeddingServer:
         self.directory = Path(directory).expanduser()
         self.model = model if model is not None else load_sentence_transformer(self.directory, config.device)
         self.metadata = read_metadata(self.directory)
-        self.model_name = config.model_name or self.directory.resolve().name
+        self.model_name = config.model_name or default_model_name(self.directory, self.metadata)
         self.dimension = embedding_dimension(self.model)
         self.normalized = is_normalized(self.model)
         run_batch = make_batch_fn(self.model, config.batch_size)

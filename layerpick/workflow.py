@@ -79,6 +79,7 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                  *, progress: bool = True, announce: Announce | None = None) -> RunResult:
     """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
     output = Path(output)
+    _check_inputs(config)
     _check_output(output)
     ledger = Ledger(output / LEDGER, config.force)
     if config.force:
@@ -203,6 +204,19 @@ def _bench(model: str, bench: BenchConfig, output: Path, progress: bool) -> dict
     data = run_bench(output / "model", config, progress=progress).to_dict()
     _write_json(output / "bench.json", data)
     return data
+
+
+def _check_inputs(config: RunConfig) -> None:
+    """Fail on a bad task, rule or bench setting before the first stage spends minutes on the model."""
+    from layerpick.selection import parse_rule
+
+    parse_rule(config.select.rule)
+    if config.bench is not None:
+        config.bench.validate()
+    if config.tasks:
+        from layerpick.validation import resolve_tasks
+
+        resolve_tasks(list(config.tasks), config.task_data)
 
 
 def _check_output(output: Path) -> None:

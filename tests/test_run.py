@@ -142,3 +142,10 @@ def test_cli_end_to_end(tiny_dirs, tmp_path):
     assert summary["validation"] is None and summary["speedup"] is None
     assert (out / "report.html").is_file()
     assert "Not run: no `--tasks` were given." in (out / "report.md").read_text()
+
+
+def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
+    monkeypatch.setattr("layerpick.workflow.run_select", lambda *a, **k: pytest.fail("select ran"))
+    with pytest.raises(LayerpickError, match="did you mean"):
+        run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=RunConfig(tasks=("STSBenchmrk",), bench=None))
+    assert not (tmp_path / "out").exists()

@@ -298,13 +298,13 @@ def test_serves_an_exported_directory_from_disk(tmp_path):
     cut = SentenceTransformer(MINILM, device="cpu")
     surgery.truncate_(cut[0].auto_model, 3)
     cut.save(str(tmp_path))
-    (tmp_path / "layerpick.json").write_text(json.dumps({"layer": 3, "num_layers": 6}))
+    (tmp_path / "layerpick.json").write_text(json.dumps({"layer": 3, "num_layers": 6, "source": {"model": "minilm-l6"}}))
     with EmbeddingServer(tmp_path, ServeConfig(port=0)).start() as running:
         status, payload = embed(running.url, {"input": TEXTS[:3]})
         health = call(running.url, "GET", "/health")[1]
     assert status == 200
     np.testing.assert_allclose(vectors(payload), cut.encode(TEXTS[:3]), atol=1e-5)
-    assert health["layerpick"] == {"layer": 3, "num_layers": 6} and health["model"] == tmp_path.name
+    assert health["layerpick"] == {"layer": 3, "num_layers": 6} and health["model"] == "minilm-l6-layer3"
 
 
 def test_busy_port_is_a_one_line_error(server, model):
