@@ -32,24 +32,13 @@ def bench(
 
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
-    config = BenchConfig(baseline=baseline, batch_sizes=_parse_sizes(batch_sizes), texts=texts, repeats=repeats,
+    config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts, repeats=repeats,
                          device=device, memory=memory, threads=threads)
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         _render(result)
-
-
-def _parse_sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}",
-                                 param_hint="--batch-sizes") from None
-    if not sizes or min(sizes) < 1:
-        raise typer.BadParameter(f"batch sizes must be positive integers, got {text!r}", param_hint="--batch-sizes")
-    return sizes
 
 
 def _render(result: BenchResult) -> None:

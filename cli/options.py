@@ -49,6 +49,8 @@ Metrics = Annotated[str, typer.Option(help="Comma-separated metrics to compute."
 Rule = Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...", envvar="LAYERPICK_RULE")]
 Tolerance = Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's best "
                                           "(0 = the best; trades quality for speed).")]
+IncludeLayer0 = Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
+Alpha = Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")]
 Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
                                     envvar="LAYERPICK_VIEWS")]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
@@ -82,3 +84,15 @@ def with_load_options(command: Callable) -> Callable:
 
     wrapper.__signature__ = signature.replace(parameters=[*own, *added])
     return wrapper
+
+
+def parse_sizes(text: str, option: str) -> tuple[int, ...]:
+    """A comma-separated list of positive batch sizes, or a usage error naming `option`."""
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}",
+                                 param_hint=option) from None
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter(f"batch sizes must be positive integers, got {text!r}", param_hint=option)
+    return sizes

@@ -13,14 +13,13 @@ from layerpick import registry
 from layerpick.bench import BenchConfig
 from layerpick.cli import options as opt
 from layerpick.models import LoadOptions
-from layerpick.cli.bench_cmd import _parse_sizes
 from layerpick.collect import CollectConfig
 from layerpick.errors import LayerpickError
 from layerpick.run_report import write_run_report
 from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
 from layerpick.select_run import ALL_METRICS, SelectConfig
 from layerpick.selection import DEFAULT_RULE
-from layerpick.workflow import RunConfig, RunResult, run_workflow
+from layerpick.workflow import RunConfig, RunResult, run_workflow, speedup_summary
 
 
 @opt.with_load_options
@@ -44,11 +43,13 @@ def run(
     metrics: opt.Metrics = ALL_METRICS,
     rule: opt.Rule = DEFAULT_RULE,
     tolerance: opt.Tolerance = 0.0,
+    include_layer0: opt.IncludeLayer0 = False,
     representation: opt.Representation = "exported",
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
     views: opt.Views = DEFAULT_VIEWS,
+    alpha: opt.Alpha = 1.0,
     seed: opt.Seed = 0,
     normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
@@ -68,12 +69,15 @@ def run(
     Example: layerpick run smollm2-135m --tasks STSBenchmark,tasks/BIOSSES --limit 256 --output runs/smollm2
     """
     name = model or registry.DEFAULT_MODEL
-    items = tuple(item.strip() for value in tasks or [] for item in value.split(",") if item.strip())
+    from layerpick.validation import split_items  # mteb-free until a command runs
+
+    items = tuple(item for value in tasks or [] for item in split_items(value))
     select = SelectConfig(
         calibration=calibration, field=field, limit=limit, metrics=metrics, rule=rule, tolerance=tolerance,
+        include_layer0=include_layer0,
         collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
-        scoring=ScoringConfig(views=views, seed=seed))
-    bench_config = BenchConfig(batch_sizes=_parse_sizes(bench_batch_sizes), texts=bench_texts, repeats=bench_repeats,
+        scoring=ScoringConfig(alpha=alpha, views=views, seed=seed))
+    bench_config = BenchConfig(batch_sizes=opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes"), texts=bench_texts, repeats=bench_repeats,
                                device=load.device, memory=bench_memory, threads=threads) if bench else None
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
                        bench=bench_config, select=select, force=force)
@@ -98,7 +102,7 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "selected_layer": result.select["selected_layer"],
         "rule": result.select["rule"],
         "validation": comparison,
-        "speedup": result.export.get("speedup"),
+        "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
         "parity_passed": result.export["parity"]["passed"],
         "report": [str(path) for path in files],
@@ -125,7 +129,11 @@ def _render(result: RunResult, files: list[Path]) -> None:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
         console.print("mean task score: " + ", ".join(
             f"{name} layer {c['layer']} {c['mean_score']:.4f}" for name, c in chosen if c["mean_score"] is not None))
-    for batch, ratios in (result.export.get("speedup") or {}).items():
-        console.print(f"{batch}: throughput x{ratios['throughput x']:.2f} vs the full model")
+    for row in (result.bench or {}).get("rows", []):
+        console.print(f"batch {row['batch_size']}: throughput x{_number(row['throughput_ratio'])} vs the full model")
     console.print(f"export: {result.export_dir}")
     console.print("report: " + ", ".join(str(path) for path in files))
+
+
+def _number(value) -> str:
+    return "–" if value is None else f"{value:.2f}"

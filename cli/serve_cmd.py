@@ -23,7 +23,9 @@ def serve(
                                             envvar="LAYERPICK_BATCH_SIZE")] = 32,
     max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
     device: opt.Device = "cpu",
-    model_name: Annotated[Optional[str], typer.Option(help="`model` name to report (default: directory name).")] = None,
+    model_name: Annotated[Optional[str], typer.Option(
+        help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
+    = None,
     threads: opt.Threads = None,
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it

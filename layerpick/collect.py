@@ -131,13 +131,18 @@ def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
         raise CalibrationError("no texts to encode")
 
 
-def _within_position_limit(config: CollectConfig, loaded: LoadedModel) -> CollectConfig:
-    """Texts are truncated to the model's own position limit when --max-length asks for more."""
+def effective_max_length(loaded: LoadedModel, requested: int) -> int:
+    """The truncation length collect uses: --max-length, or the model's position limit when that is smaller."""
     limit = surgery.position_limit(loaded.model.config)
-    if limit is None or config.max_length <= limit:
+    return requested if limit is None else min(requested, limit)
+
+
+def _within_position_limit(config: CollectConfig, loaded: LoadedModel) -> CollectConfig:
+    length = effective_max_length(loaded, config.max_length)
+    if length == config.max_length:
         return config
-    logger.info("--max-length %d exceeds the model's %d positions; truncating to %d", config.max_length, limit, limit)
-    return dataclasses.replace(config, max_length=limit)
+    logger.info("--max-length %d exceeds the model's %d positions; truncating to %d", config.max_length, length, length)
+    return dataclasses.replace(config, max_length=length)
 
 
 def _check_finite(pooled: torch.Tensor) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick import registry
+from layerpick.atomic import write_json_atomic, write_text_atomic
 
 METADATA_FILE = "layerpick.json"  # also what marks a directory as a layerpick export
 CARD_FILE = "README.md"
@@ -322,11 +323,5 @@ def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None
     if speedup is not None:
         document["speedup"] = speedup
     facts = facts_from_metadata(document)
-    _replace(path, json.dumps(document, indent=2, default=str) + "\n")
-    _replace(Path(directory) / CARD_FILE, render_model_card(facts))
-
-
-def _replace(path: Path, text: str) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    staging.replace(path)
+    write_json_atomic(path, document)
+    write_text_atomic(Path(directory) / CARD_FILE, render_model_card(facts))

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from layerpick.atomic import write_text_atomic
 from layerpick.report import ARROWS, format_score
+from layerpick.run_commands import reproduce_commands
 from layerpick.workflow import RunResult
 
 
@@ -54,8 +55,8 @@ def write_run_report(result: RunResult) -> list[Path]:
     """Write report.md and report.html into the run's output folder."""
     blocks = build_blocks(result)
     md, page = result.output / "report.md", result.output / "report.html"
-    _atomic_write(md, to_markdown(blocks, result.output))
-    _atomic_write(page, to_html(blocks, f"layerpick run: {result.model}"))
+    write_text_atomic(md, to_markdown(blocks, result.output))
+    write_text_atomic(page, to_html(blocks, f"layerpick run: {result.model}"))
     return [md, page]
 
 
@@ -86,7 +87,7 @@ def _speed_sentence(result: RunResult) -> str:
     parts = [f"keeps {kept:.0%} of the parameters"]
     for row in (result.bench or {}).get("rows", []):
         memory = f", peak memory x{row['memory_ratio']:.2f}" if row.get("memory_ratio") else ""
-        parts.append(f"batch {row['batch_size']}: {row['throughput_ratio']:.2f}x the full model's throughput{memory}")
+        parts.append(f"batch {row['batch_size']}: {_ratio(row['throughput_ratio'])} the full model's throughput{memory}")
     return "**How much faster:** the export " + "; ".join(parts) + "."
 
 
@@ -176,59 +177,6 @@ def _reproduce(result: RunResult) -> list[Block]:
             Code("\n".join(reproduce_commands(result)))]
 
 
-def reproduce_commands(result: RunResult) -> list[str]:
-    model, out, config = result.model, result.output, result.config
-    load = _load_flags(result)
-    commands = [shlex.join(["layerpick", "run", model, *_task_flags(config), "--output", str(out), *load])]
-    commands.append(shlex.join(["layerpick", "select", model, "--output", str(out / "select"),
-                                *_select_flags(config), *load]))
-    if config.tasks:
-        commands.append(shlex.join(["layerpick", "validate", model, *_task_flags(config), "--report",
-                                    str(out / "select" / "report.json"), "--output", str(out / "validate"),
-                                    "--store", str(out / "validate" / "store"), *load]))
-    commands.append(result.export["command"])
-    if result.bench is not None and config.bench is not None:
-        sizes = ",".join(str(size) for size in config.bench.batch_sizes)
-        commands.append(shlex.join(["layerpick", "bench", str(result.export_dir), "--baseline", model,
-                                    "--batch-sizes", sizes, "--texts", str(config.bench.texts),
-                                    "--repeats", str(config.bench.repeats)]))
-    return commands
-
-
-def _task_flags(config) -> list[str]:
-    if not config.tasks:
-        return []
-    flags = ["--tasks", ",".join(config.tasks), "--layers", config.layers]
-    return flags + [word for path in config.task_data for word in ("--task-data", str(path))]
-
-
-def _select_flags(config) -> list[str]:
-    from layerpick.select_run import SelectConfig
-
-    select, default = config.select, SelectConfig()
-    pairs = [("--calibration", select.calibration, default.calibration), ("--field", select.field, default.field),
-             ("--limit", select.limit, default.limit), ("--metrics", select.metrics, default.metrics),
-             ("--rule", select.rule, default.rule), ("--tolerance", select.tolerance, default.tolerance),
-             ("--pooling", select.collect.pooling, default.collect.pooling),
-             ("--representation", select.collect.representation, default.collect.representation),
-             ("--batch-size", select.collect.batch_size, default.collect.batch_size),
-             ("--max-length", select.collect.max_length, default.collect.max_length),
-             ("--views", select.scoring.views, default.scoring.views),
-             ("--alpha", select.scoring.alpha, default.scoring.alpha), ("--seed", select.scoring.seed, default.scoring.seed)]
-    flags = [word for flag, value, base in pairs if value != base for word in (flag, str(value))]
-    return flags + (["--include-layer0"] if select.include_layer0 else [])
-
-
-def _load_flags(result: RunResult) -> list[str]:
-    options = result.load_options
-    pairs = [("--revision", options.revision, None), ("--dtype", options.dtype, "float32"),
-             ("--device", options.device, "cpu"), ("--device-map", options.device_map, None),
-             ("--gguf-file", options.gguf_file, None)]
-    flags = [word for flag, value, base in pairs if value != base for word in (flag, str(value))]
-    return flags + [flag for flag, on in (("--trust-remote-code", options.trust_remote_code),
-                                          ("--allow-pickle", options.allow_pickle)) if on]
-
-
 def to_markdown(blocks: list[Block], base: Path) -> str:
     parts = []
     for block in blocks:
@@ -302,11 +250,6 @@ def _num(value: Any) -> str:
 def _ratio(value: Any) -> str:
     return "–" if value is None else f"{value:.2f}x"
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    staging.replace(path)
 
 
 def _tasks(validation: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerpick.calibration import load_calibration
-from layerpick.collect import CollectConfig
+from layerpick.collect import CollectConfig, effective_max_length
 from layerpick.metrics import get_metric, parse_metrics
 from layerpick.models import LoadOptions, load_model
 from layerpick.report import write_report
@@ -70,7 +70,7 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         "seed": config.scoring.seed,
         "views": config.scoring.views,
         "alpha": config.scoring.alpha,
-        "max_length": config.collect.max_length,
+        "max_length": effective_max_length(loaded, config.collect.max_length),
         "dtype": load_options.dtype,
         "notes": loaded.notes,
         "versions": library_versions(),

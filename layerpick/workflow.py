@@ -25,13 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from layerpick.atomic import write_json_atomic
 from layerpick.bench import BenchConfig, run_bench
+from layerpick.calibration import load_calibration
 from layerpick.errors import LayerpickError
 from layerpick.export import export_model
 from layerpick.model_card import METADATA_FILE, annotate_export
 from layerpick.models import LoadOptions
 from layerpick.report import write_report
 from layerpick.select_run import SelectConfig, run_select
+from layerpick.selection import parse_rule
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +82,13 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                  *, progress: bool = True, announce: Announce | None = None) -> RunResult:
     """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
     output = Path(output)
-    _check_inputs(config)
+    inputs = input_facts(model, config)
     _check_output(output)
     ledger = Ledger(output / LEDGER, config.force)
     if config.force:
         _clear(output)
     announce = announce or (lambda stage, reused: None)
-    keys = stage_keys(model, load_options, config)
+    keys = stage_keys(model, load_options, config, inputs)
     result = RunResult(model, output, load_options, config, select={}, validation=None, export={}, bench=None)
     result.select = _stage(ledger, "select", keys, output / "select" / "report.json", announce,
                            lambda: _select(model, load_options, config, output, progress))
@@ -98,7 +101,7 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                            lambda: _export(model, load_options, config, output, progress))
     if config.bench is not None:
         result.bench = _stage(ledger, "bench", keys, output / "bench.json", announce,
-                              lambda: _bench(model, config.bench, output, progress))
+                              lambda: _bench(config.bench, output, progress))
     annotate_export(result.export_dir, validation=validation_summary(result.validation),
                     speedup=speedup_summary(result.bench))
     result.export = _read_json(result.export_dir / METADATA_FILE)
@@ -106,13 +109,14 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
     return result
 
 
-def stage_keys(model: str, load_options: LoadOptions, config: RunConfig) -> dict[str, str]:
-    """Each stage's key covers its own inputs and the keys of the stages it builds on."""
-    base = {"model": model, "load": dataclasses.asdict(load_options)}
-    select = _digest({**base, "select": _without_progress(config.select)})
-    validate = _digest({"select": select, "tasks": list(config.tasks), "layers": config.layers,
-                        "task_data": [str(p) for p in config.task_data], "batch": config.validate_batch_size,
-                        "max_length": config.validate_max_length})
+def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any]) -> dict[str, str]:
+    """Each stage's key covers its own inputs and the keys of the stages it builds on. `inputs` (from
+    `input_facts`) adds what names alone do not tell: the calibration texts' hash, each task's data revision."""
+    base = {"model": inputs["model"], "load": dataclasses.asdict(load_options)}
+    select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"]})
+    validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
+                        "batch": config.validate_batch_size, "max_length": config.validate_max_length,
+                        "normalize": config.normalize})
     export = _digest({"select": select, "normalize": config.normalize})
     bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
     return {"select": select, "validate": validate, "export": export, "bench": bench}
@@ -158,7 +162,7 @@ class Ledger:
         self._save()
 
     def _save(self) -> None:
-        _write_json(self.path, {"format": "layerpick-run/1", "stages": {**self.previous, **self.stages}})
+        write_json_atomic(self.path, {"format": "layerpick-run/1", "stages": {**self.previous, **self.stages}})
 
 
 def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
@@ -188,8 +192,8 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         model, list(config.tasks), layers=config.layers, report=output / "select" / "report.json",
         output_dir=target, load_options=load_options, pooling=config.select.collect.pooling,
         representation=config.select.collect.representation, batch_size=config.validate_batch_size,
-        max_length=config.validate_max_length, store_dir=target / "store", task_data=config.task_data,
-        progress=progress)
+        max_length=config.validate_max_length, normalize=config.normalize, store_dir=target / "store",
+        result_cache=target, task_data=config.task_data, progress=progress)
     return result.data
 
 
@@ -199,24 +203,31 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
     return _read_json(output / "model" / METADATA_FILE)
 
 
-def _bench(model: str, bench: BenchConfig, output: Path, progress: bool) -> dict:
-    config = dataclasses.replace(bench, baseline=bench.baseline or model)
-    data = run_bench(output / "model", config, progress=progress).to_dict()
-    _write_json(output / "bench.json", data)
+def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
+    """The baseline is the full model the export was cut from, as its layerpick.json records it."""
+    data = run_bench(output / "model", bench, progress=progress).to_dict()
+    write_json_atomic(output / "bench.json", data)
     return data
 
 
-def _check_inputs(config: RunConfig) -> None:
-    """Fail on a bad task, rule or bench setting before the first stage spends minutes on the model."""
-    from layerpick.selection import parse_rule
-
+def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
+    """Check the rule, layers, bench settings and tasks before the first stage spends minutes on the model,
+    and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
+    hash and each task's data revision (a content hash for a local folder)."""
     parse_rule(config.select.rule)
     if config.bench is not None:
         config.bench.validate()
+    select = config.select
+    texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
+    facts = {"model": str(Path(model).resolve()) if Path(model).exists() else model,
+             "calibration": texts.describe()["sha256"], "tasks": []}
     if config.tasks:
-        from layerpick.validation import resolve_tasks
+        from layerpick.validation import check_layer_words, resolve_tasks  # mteb only when validating
 
-        resolve_tasks(list(config.tasks), config.task_data)
+        check_layer_words(config.layers)
+        facts["tasks"] = [{"name": spec.name, **spec.describe()} for spec in resolve_tasks(list(config.tasks),
+                                                                                          config.task_data)]
+    return facts
 
 
 def _check_output(output: Path) -> None:
@@ -248,9 +259,3 @@ def _digest(data: Any) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _write_json(path: Path, data: Any) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    staging.replace(path)

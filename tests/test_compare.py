@@ -341,7 +341,7 @@ def test_real_tiny_selects(tiny_dirs, tmp_path):
     calibration = tmp_path / "calib.txt"
     calibration.write_text("\n".join(f"sentence number {i} talks about topic {i % 5} and more" for i in range(16)))
     config = SelectConfig(calibration=str(calibration), metrics="dataset-entropy,curvature",
-                          collect=CollectConfig(progress=False, batch_size=8))
+                          rule="max-dataset-entropy", collect=CollectConfig(progress=False, batch_size=8))
     for family in ("llama", "gpt2"):
         select_and_write(str(tiny_dirs(family)), LoadOptions(), config, tmp_path / "out" / family)
     result = compare_reports([tmp_path / "out"], tmp_path / "cmp")

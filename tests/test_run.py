@@ -149,3 +149,40 @@ def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
     with pytest.raises(LayerpickError, match="did you mean"):
         run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=RunConfig(tasks=("STSBenchmrk",), bench=None))
     assert not (tmp_path / "out").exists()
+
+
+def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, monkeypatch):
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from layerpick.cli.app import app
+    from layerpick.run_commands import reproduce_commands
+    from layerpick.workflow import input_facts, stage_keys
+
+    result = finished_run[0]
+    line = reproduce_commands(result)[0]
+    seen = {}
+
+    def capture(model, output, load, config, **kwargs):
+        seen.update(model=model, load=load, config=config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("layerpick.cli.run_cmd.run_workflow", capture)
+    CliRunner().invoke(app, shlex.split(line)[1:])
+    assert "--limit 24" in line and "--no-bench-memory" in line and "--bench-texts 8" in line
+    expected = stage_keys(result.model, result.load_options, result.config, input_facts(result.model, result.config))
+    again = stage_keys(seen["model"], seen["load"], seen["config"], input_facts(seen["model"], seen["config"]))
+    assert again == expected
+
+
+def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
+    from layerpick.cli.run_cmd import summary
+
+    result, _, task = finished_run
+    out = copy_of(finished_run, tmp_path)
+    again = run_workflow(result.model, out, config=config_for(task, bench=None), progress=False)
+    files = write_run_report(again)
+    assert again.bench is None and summary(again, files)["speedup"] is None
+    assert "Not measured (`--no-bench`)." in files[0].read_text()
+    assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))

@@ -81,6 +81,7 @@ def run_validation(
     normalize: bool | None = None,
     exported_dir: Path | None = None,
     store_dir: Path | None = None,
+    result_cache: Path | None = None,
     task_data: Sequence[Path] = (),
     progress: bool = True,
 ) -> ValidationReport:
@@ -89,6 +90,8 @@ def run_validation(
     `normalize` None follows the model's own sentence-transformers pipeline (unit vectors when it ends in a
     Normalize module, as all-MiniLM-L6-v2 does), else raw pooled vectors; an export is always its own output.
     `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
+    `result_cache`: where mteb's ResultCache keeps the per-layer result files (default: $MTEB_CACHE when set,
+    else `output_dir`).
     """
     started = time.perf_counter()
     if model is None and exported_dir is None:
@@ -102,11 +105,13 @@ def run_validation(
     _check_report(select, setup)
     chosen = sorted(setup.slots) if exported_dir else parse_layers(layers, setup.num_layers, select)
     output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
-    cache = ResultCache(results_root(output))
+    results = Path(result_cache) if result_cache else results_root(output)
+    cache = ResultCache(results)
     with ValidationBars(len(specs), progress) as bars:
         setup.source.progress = bars.encoding
         outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
     data = _document(setup, specs, outcomes, chosen, select, started)
+    data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
 
 
@@ -124,6 +129,13 @@ def parse_layers(layers: str | Sequence[int], num_layers: int, select: dict | No
         first = bad[0] if bad else "(none)"
         raise LayerRangeError(f"layer {first} is out of range: this model has layers 0..{num_layers}")
     return chosen
+
+
+def check_layer_words(layers: str) -> None:
+    """The syntax of --layers, checked before any model is loaded (the range needs the model)."""
+    for part in (part.strip() for part in layers.split(",") if part.strip()):
+        if part not in ("all", "last", "selected"):
+            _layer_word(part, num_layers=0, select=None)  # raises for anything but an integer
 
 
 def _layer_word(part: str, num_layers: int, select: dict | None) -> list[int]:
@@ -267,7 +279,6 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "metric_correlations": summary.metric_correlations(select, means) if select else None,
         "select_report": {"model": select["model"], "rule": select["rule"]} if select else None,
         "texts_encoded": setup.source.encoded,
-        "results_dir": str(results_root(Path(".")) / RESULTS_DIR) if os.environ.get("MTEB_CACHE") else RESULTS_DIR,
         "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
                     "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
         "versions": library_versions(),

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from layerpick.atomic import write_text_atomic
 from layerpick.validation.errors import StoreError
 
 logger = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class RepresentationStore:
             self.directory.mkdir(parents=True, exist_ok=True)
             key_file = self.directory / "key.json"
             if not key_file.exists():
-                _atomic_write_text(key_file, json.dumps({**asdict(self.key), "format": STORE_FORMAT}, indent=2))
+                write_text_atomic(key_file, json.dumps({**asdict(self.key), "format": STORE_FORMAT}, indent=2))
         except OSError as error:
             raise StoreError(f"cannot use representation store {self.directory}: {error.strerror or error}") from None
         for path in sorted(self.directory.glob("shard-*.safetensors")):
@@ -152,10 +153,3 @@ class RepresentationStore:
         except OSError as error:
             Path(temporary).unlink(missing_ok=True)
             raise StoreError(f"cannot write to representation store {self.directory}: {error.strerror}") from None
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.replace(temporary, path)

@@ -178,3 +178,12 @@ def test_normalize_follows_the_models_own_pipeline(tmp_path, tiny_model):
     assert (raw.data["normalize"], unit.data["normalize"]) == (False, True)
     assert unit.data["tasks"]["sts"]["main_score_by_layer"][1] == pytest.approx(
         raw.data["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6)  # cosine does not see the norm
+
+
+def test_layer_words_are_checked_without_a_model():
+    from layerpick.validation import check_layer_words
+
+    check_layer_words("all")
+    check_layer_words("selected, 3,last")
+    with pytest.raises(LayerpickError, match="comma-separated"):
+        check_layer_words("3,lst")
