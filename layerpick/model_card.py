@@ -77,13 +77,7 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
         words.append("--normalize")
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
-    defaults = {"revision": None, "dtype": "float32", "device": "cpu", "gguf_file": None}
-    for name, default in defaults.items():
-        value = getattr(load_options, name)
-        if value != default:
-            words += [f"--{name.replace('_', '-')}", str(value)]
-    words += [flag for flag, on in (("--trust-remote-code", load_options.trust_remote_code),
-                                    ("--allow-pickle", load_options.allow_pickle)) if on]
+    words += load_options.cli_flags()
     return shlex.join(words)
 
 

@@ -35,6 +35,15 @@ class LoadOptions:
     allow_pickle: bool = False
     gguf_file: str | None = None
 
+    def cli_flags(self) -> list[str]:
+        """The command-line flags that give these options (only those that differ from the defaults)."""
+        default = LoadOptions()
+        flags = [word for name in ("revision", "dtype", "device", "device_map", "gguf_file")
+                 if getattr(self, name) != getattr(default, name)
+                 for word in (f"--{name.replace('_', '-')}", str(getattr(self, name)))]
+        return flags + [flag for flag, on in (("--trust-remote-code", self.trust_remote_code),
+                                              ("--allow-pickle", self.allow_pickle)) if on]
+
 
 @dataclass
 class LoadedModel:

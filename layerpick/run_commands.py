@@ -10,7 +10,6 @@ import shlex
 from typing import Any
 
 from layerpick.bench import BenchConfig
-from layerpick.models import LoadOptions
 from layerpick.select_run import SelectConfig
 from layerpick.workflow import RunConfig, RunResult
 
@@ -18,7 +17,7 @@ from layerpick.workflow import RunConfig, RunResult
 def reproduce_commands(result: RunResult) -> list[str]:
     """`layerpick run ...`, then select, validate (with tasks), export and bench as separate commands."""
     model, out, config = result.model, result.output, result.config
-    load = load_flags(result.load_options)
+    load = result.load_options.cli_flags()
     commands = [["layerpick", "run", model, *task_flags(config), "--output", str(out), *select_flags(config.select),
                  *_export_flags(config), *_run_bench_flags(config.bench), *load]]
     commands.append(["layerpick", "select", model, "--output", str(out / "select"), *select_flags(config.select),
@@ -54,15 +53,6 @@ def select_flags(select: SelectConfig) -> list[str]:
              ("--pooling", select.collect.pooling, default.collect.pooling),
              ("--representation", select.collect.representation, default.collect.representation)]
     return _changed(pairs) + (["--include-layer0"] if select.include_layer0 else [])
-
-
-def load_flags(options: LoadOptions) -> list[str]:
-    default = LoadOptions()
-    pairs = [(f"--{name.replace('_', '-')}", getattr(options, name), getattr(default, name))
-             for name in ("revision", "dtype", "device", "device_map", "gguf_file")]
-    switches = [flag for flag, on in (("--trust-remote-code", options.trust_remote_code),
-                                      ("--allow-pickle", options.allow_pickle)) if on]
-    return _changed(pairs) + switches
 
 
 def _representation_flags(config: RunConfig) -> list[str]:

@@ -1,9 +1,11 @@
-"""The README cannot drift from the code.
+"""The README's commands cannot drift from the code.
 
 1. Every `layerpick ...` command line in the README's code blocks names a real command and real options.
 2. The bash blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They are the
    walkthrough from a fresh install to a served embedder; `tasks/` there holds the local MTEB task folders
    that the README tells users to materialise with `layerpick validate --materialize`.
+The outputs pasted under those blocks come from a real run of the same commands; they are not compared
+here (timings and scores vary from machine to machine), only the commands are.
 """
 
 import os
