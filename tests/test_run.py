@@ -14,7 +14,7 @@ from layerpick.errors import LayerpickError
 from layerpick.run_report import write_run_report
 from layerpick.select_run import SelectConfig
 from layerpick.workflow import RunConfig, run_workflow
-from validation.helpers import sts_folder
+from validation.helpers import failing_classification, sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 BENCH = BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False)
@@ -186,3 +186,13 @@ def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
     assert again.bench is None and summary(again, files)["speedup"] is None
     assert "Not measured (`--no-bench`)." in files[0].read_text()
     assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))
+
+
+def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path):
+    task, broken = sts_folder(tmp_path), failing_classification(tmp_path)
+    config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
+    first = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert list(first.validation["failures"]) == ["broken"]
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["stages"]["validate"]["key"] is None
+    again = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert again.stages["select"]["reused"] and not again.stages["validate"]["reused"]

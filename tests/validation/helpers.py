@@ -62,3 +62,10 @@ ALL_KINDS = {
     "clustering": clustering_folder,
     "retrieval": retrieval_folder,
 }
+
+
+def failing_classification(root: Path) -> Path:
+    """A classification folder whose train split has one label: the evaluator fails on it."""
+    write_jsonl(root / "broken" / "train.jsonl", [{"text": f"text {i}", "label": 0} for i in range(6)])
+    write_jsonl(root / "broken" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
+    return root / "broken"

@@ -14,7 +14,7 @@ from layerpick.validation import parse_layers, resolve_tasks, run_validation
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
 from tiny import LAYERS
-from validation.helpers import ALL_KINDS, write_jsonl
+from validation.helpers import ALL_KINDS, failing_classification, write_jsonl
 
 SOME = [0, 2, LAYERS]  # first, middle, last: enough to catch a layer mix-up, cheaper than all five
 
@@ -34,12 +34,6 @@ class OneLayerEncoder(AbsEncoder):
 def validate(tmp_path, folders, **kwargs):
     options = dict(output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False)
     return run_validation("tiny", [str(f) for f in folders], **{**options, **kwargs})
-
-
-def failing_classification(root):
-    write_jsonl(root / "broken" / "train.jsonl", [{"text": f"text {i}", "label": 0} for i in range(6)])
-    write_jsonl(root / "broken" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
-    return root / "broken"
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))
