@@ -14,7 +14,7 @@ from layerpick.validation import parse_layers, resolve_tasks, run_validation
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
 from tiny import LAYERS
-from validation.helpers import ALL_KINDS, failing_classification, write_jsonl
+from validation.helpers import ALL_KINDS, failing_classification
 
 SOME = [0, 2, LAYERS]  # first, middle, last: enough to catch a layer mix-up, cheaper than all five
 
