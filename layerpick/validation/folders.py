@@ -29,7 +29,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from layerpick.validation.errors import TaskFormatError
 
@@ -120,21 +120,31 @@ def folder_revision(path: Path) -> str:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise TaskFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise TaskFormatError(f"{path}:{number}: expected a JSON object per line")
-            rows.append(row)
+    rows = [row for _, row in _objects(path)]
     if not rows:
         raise TaskFormatError(f"{path}: no rows")
     return rows
+
+
+def _objects(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; a one-line TaskFormatError for anything else."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    yield number, _object(line, path, number)
+    except UnicodeDecodeError:
+        raise TaskFormatError(f"{path}: not valid UTF-8") from None
+
+
+def _object(line: str, path: Path, number: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise TaskFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    if not isinstance(row, dict):
+        raise TaskFormatError(f"{path}:{number}: expected a JSON object per line")
+    return row
 
 
 def _read_classification(folder: Path) -> dict[str, list[dict]]:
@@ -276,16 +286,8 @@ def _qrels_files(folder: Path) -> dict[str, Path]:
 
 
 def _first_row(file: Path) -> dict:
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise TaskFormatError(f"{file}:{number}: not valid JSON ({error.msg})") from None
-                if not isinstance(row, dict):
-                    raise TaskFormatError(f"{file}:{number}: expected a JSON object per line")
-                return row
+    for _, row in _objects(file):
+        return row
     raise TaskFormatError(f"{file}: no rows")
 
 

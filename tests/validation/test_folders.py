@@ -112,3 +112,10 @@ def test_subset_subfolders(tmp_path):
     ALL_KINDS["sts"](tmp_path / "multi", "de")
     data = read_folder(tmp_path / "multi")
     assert sorted(data.subsets) == ["de", "en"]
+
+
+def test_a_file_that_is_not_utf8_is_a_format_error(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test.jsonl").write_bytes(b'{"sentence1": "a", "sentence2": "b", "score": 1}\n\xff\xfe\n')
+    with pytest.raises(TaskFormatError, match="not valid UTF-8"):
+        read_folder(tmp_path / "t")
