@@ -17,7 +17,7 @@ from layerpick.collect import CollectConfig
 from layerpick.errors import LayerpickError
 from layerpick.run_report import write_run_report
 from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
-from layerpick.select_run import ALL_METRICS, SelectConfig
+from layerpick.select_run import ALL_METRICS, SelectConfig, default_output
 from layerpick.selection import DEFAULT_RULE
 from layerpick.workflow import RunConfig, RunResult, run_workflow, speedup_summary
 
@@ -81,7 +81,7 @@ def run(
                                device=load.device, memory=bench_memory, threads=threads) if bench else None
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
                        bench=bench_config, select=select, force=force)
-    target = output or Path("layerpick-out") / Path(name.rstrip("/")).name / "run"
+    target = output or default_output(name) / "run"
     result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
     files = write_run_report(result)
     if as_json:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-import torch
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 
-from layerpick import registry, surgery
+from layerpick import registry
 from layerpick.collect import CollectConfig, collect
 from layerpick.export import DEFAULT_PARITY_TEXTS, export_model
 from layerpick.models import load_model

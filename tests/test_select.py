@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from layerpick.collect import CollectConfig
 from layerpick.errors import CalibrationError, NonFiniteStatesError

@@ -27,6 +27,7 @@ from mteb.results import TaskResult
 
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.models import LoadOptions
+from layerpick.select_run import default_output as select_output
 from layerpick.versions import library_versions
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
@@ -158,7 +159,7 @@ def results_root(output: Path) -> Path:
 
 
 def default_output(model: str) -> Path:
-    return Path("layerpick-out") / Path(model.rstrip("/")).name / "validation"
+    return select_output(model) / "validation"
 
 
 def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCache, bars: ValidationBars) -> TaskOutcome:
