@@ -21,9 +21,9 @@ from pathlib import Path
 def run_one(mode: str, model: str, texts: int, batch_size: int) -> dict:
     import torch
 
-    from layerpick.calibration import load_calibration
-    from layerpick.collect import CollectConfig, collect
-    from layerpick.models import load_model
+    from layerpick.core.calibration import load_calibration
+    from layerpick.core.collect import CollectConfig, collect
+    from layerpick.core.models import load_model
 
     torch.set_grad_enabled(False)
     loaded = load_model(model)
@@ -41,7 +41,7 @@ def run_one(mode: str, model: str, texts: int, batch_size: int) -> dict:
 
 def _plain_loop(loaded, texts, config) -> None:
     """What a user would write: the same sorted batches, `output_hidden_states=True`, nothing kept."""
-    from layerpick.collect import token_lengths
+    from layerpick.core.collect import token_lengths
 
     lengths = token_lengths(loaded.tokenizer, texts, config.max_length)
     order = sorted(range(len(texts)), key=lambda i: -lengths[i])

@@ -1,8 +1,8 @@
 """How much faster is an exported (cut) model than its full model, next to the ideal its kept compute implies?
 
-For each model and layer K: export the model cut after layer K (`layerpick.export.export_model`; or, when
+For each model and layer K: export the model cut after layer K (`layerpick.export.job.export_model`; or, when
 that is missing, a cut built here with `load_model` + `surgery.truncate_` + sentence-transformers
-Transformer + Pooling), run `layerpick.bench.run_bench` (both models timed side by side in one process with
+Transformer + Pooling), run `layerpick.bench.run.run_bench` (both models timed side by side in one process with
 interleaved repeats; peak memory per model in fresh processes), and compare the measured throughput ratio
 with the ideal one.
 
@@ -36,8 +36,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from layerpick import registry
-from layerpick.bench import BenchConfig, bench_texts, run_bench
+from layerpick.bench.run import BenchConfig, bench_texts, run_bench
+from layerpick.core import registry
 
 logger = logging.getLogger("export_speedup")
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,22 +79,22 @@ def smollm_layers(args: argparse.Namespace) -> list[int]:
 def export(alias: str, layer: int, target: Path) -> str:
     """Write the cut model to `target`; return how it was made."""
     try:
-        from layerpick.export import export_model
+        from layerpick.export.job import export_model
     except ImportError:
         export_model = None
     if export_model is not None:
         export_model(alias, layer, target, overwrite=True, progress=False)
-        return "layerpick.export.export_model"
+        return "layerpick.export.job.export_model"
     _export_here(alias, layer, target)
-    return "built in this script (load_model + truncate_ + Transformer + Pooling): layerpick.export was missing"
+    return "built in this script (load_model + truncate_ + Transformer + Pooling): layerpick.export.job was missing"
 
 
 def _export_here(alias: str, layer: int, target: Path) -> None:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    from layerpick import surgery
-    from layerpick.models import load_model
+    from layerpick.core import surgery
+    from layerpick.core.models import load_model
 
     loaded = load_model(alias)
     num_layers = loaded.num_layers

@@ -24,8 +24,8 @@ REAL = [("minilm-l6", 3, True), ("smollm2-135m", 10, False), ("gemma3-270m", 9, 
 def export_all(work: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from layerpick import registry
-    from layerpick.export import DEFAULT_PARITY_TEXTS, export_model
+    from layerpick.core import registry
+    from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
 
     texts = list(DEFAULT_PARITY_TEXTS)
     (work / "reference").mkdir(parents=True, exist_ok=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from scipy.stats import spearmanr
 
-from layerpick.augment import make_views
-from layerpick.calibration import load_calibration
-from layerpick.collect import CollectConfig, collect
+from layerpick.core.calibration import load_calibration
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import load_model
 from layerpick.metrics.lidar import lidar
-from layerpick.models import load_model
+from layerpick.selection.views import make_views
 
 VIEW_COUNTS = (2, 4, 8, 16)
 

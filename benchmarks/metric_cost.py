@@ -17,16 +17,16 @@ from pathlib import Path
 
 import torch
 
-from layerpick.calibration import load_calibration
-from layerpick.collect import CollectConfig
+from layerpick.core.calibration import load_calibration
+from layerpick.core.collect import CollectConfig
+from layerpick.core.models import load_model
 from layerpick.metrics import list_metrics
+from layerpick.metrics.curvature import curvature
 from layerpick.metrics.dime import dime
 from layerpick.metrics.entropy import dataset_entropy, prompt_entropy
 from layerpick.metrics.infonce import infonce
 from layerpick.metrics.lidar import lidar
-from layerpick.metrics.curvature import curvature
-from layerpick.models import load_model
-from layerpick.scoring import ScoringConfig, score_layers
+from layerpick.selection.scoring import ScoringConfig, score_layers
 
 DATASET_METRICS = {
     "dataset-entropy": lambda v: dataset_entropy(v[:, 0]),

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from scipy.stats import spearmanr
 
-from layerpick.collect import CollectConfig
-from layerpick.select_run import SelectConfig, run_select
-from layerpick.selection import choose_layer, parse_rule
+from layerpick.core.collect import CollectConfig
+from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.rules import choose_layer, parse_rule
 from layerpick.validation.run import run_validation
 
 METRICS = ["prompt-entropy", "dataset-entropy", "dime", "infonce", "lidar", "curvature"]

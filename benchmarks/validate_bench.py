@@ -29,9 +29,9 @@ from pathlib import Path
 import mteb
 import torch
 
-from layerpick.collect import CollectConfig, collect
-from layerpick.export import resolve_max_seq_length
-from layerpick.models import load_model
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import load_model
+from layerpick.export.job import resolve_max_seq_length
 from layerpick.validation import run_validation
 from layerpick.validation.encoder import LayerEncoder, layer_model_meta
 from layerpick.validation.run import single_threaded_blas

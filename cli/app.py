@@ -7,9 +7,20 @@ import sys
 from typing import Annotated
 
 import typer
+from layerpick.cli import (
+    bench_cmd,
+    collect_cmd,
+    compare_cmd,
+    errors,
+    export_cmd,
+    models_cmd,
+    run_cmd,
+    select_cmd,
+    serve_cmd,
+    validate_cmd,
+)
 
 from layerpick import __version__
-from layerpick.cli import bench_cmd, collect_cmd, compare_cmd, errors, export_cmd, models_cmd, run_cmd, select_cmd, serve_cmd, validate_cmd
 
 app = typer.Typer(
     name="layerpick",

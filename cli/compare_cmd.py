@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from layerpick.compare import Comparison, compare_reports
+from layerpick.compare.run import Comparison, compare_reports
 
 REPORTS_HELP = (
     "Select report.json files, validation.json files, or folders holding them (a select/validate --output "

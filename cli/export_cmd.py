@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from layerpick.cli import options as opt
 from rich.console import Console
 
-from layerpick import registry
-from layerpick.cli import options as opt
-from layerpick.models import LoadOptions
-from layerpick.export import ExportResult, export_model
+from layerpick.core import registry
+from layerpick.core.models import LoadOptions
+from layerpick.export.job import ExportResult, export_model
 
 
 @opt.with_load_options

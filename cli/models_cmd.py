@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from layerpick import registry
+from layerpick.core import registry
 
 
 def models() -> None:

@@ -9,7 +9,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from layerpick.models import LoadOptions
+from layerpick.core.models import LoadOptions
 
 ModelArg = Annotated[
     Optional[str],

@@ -7,19 +7,19 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from layerpick.cli import options as opt
 from rich.console import Console
 
-from layerpick import registry
-from layerpick.bench import BenchConfig
-from layerpick.cli import options as opt
-from layerpick.models import LoadOptions
-from layerpick.collect import CollectConfig
+from layerpick.bench.run import BenchConfig
+from layerpick.core import registry
+from layerpick.core.collect import CollectConfig
+from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.run_report import write_run_report
-from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
-from layerpick.select_run import ALL_METRICS, SelectConfig, default_output
-from layerpick.selection import DEFAULT_RULE
-from layerpick.workflow import RunConfig, RunResult, run_workflow, speedup_summary
+from layerpick.selection.job import ALL_METRICS, SelectConfig, default_output
+from layerpick.selection.rules import DEFAULT_RULE
+from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.workflow.report import write_run_report
+from layerpick.workflow.run import RunConfig, RunResult, run_workflow, speedup_summary
 
 
 @opt.with_load_options

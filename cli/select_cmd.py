@@ -7,17 +7,17 @@ import math
 from typing import Annotated
 
 import typer
+from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
-from layerpick import registry
-from layerpick.cli import options as opt
-from layerpick.models import LoadOptions
-from layerpick.collect import CollectConfig
-from layerpick.report import ARROWS
-from layerpick.scoring import DEFAULT_VIEWS, ScoringConfig
-from layerpick.select_run import ALL_METRICS, SelectConfig, select_and_write
-from layerpick.selection import DEFAULT_RULE
+from layerpick.core import registry
+from layerpick.core.collect import CollectConfig
+from layerpick.core.models import LoadOptions
+from layerpick.selection.job import ALL_METRICS, SelectConfig, select_and_write
+from layerpick.selection.report import ARROWS
+from layerpick.selection.rules import DEFAULT_RULE
+from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
 
 @opt.with_load_options

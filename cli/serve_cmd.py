@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
 from layerpick.cli import options as opt
-from layerpick.serve_config import ServeConfig
-from layerpick.serving import EmbeddingServer, serve as run_server
+
+from layerpick.serve.config import ServeConfig
+from layerpick.serve.server import EmbeddingServer
+from layerpick.serve.server import serve as run_server
 
 
 def serve(

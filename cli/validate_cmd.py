@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
-from layerpick import registry
-from layerpick.cli import options as opt
-from layerpick.models import LoadOptions
 from layerpick import validation
+from layerpick.core import registry
+from layerpick.core.models import LoadOptions
 
 TASKS_HELP = (
     "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated. A folder named after "

@@ -3,11 +3,11 @@
 The curated public API; the CLI (`layerpick.cli`) calls only these.
 """
 
-from layerpick.calibration import CalibrationSet, load_calibration
-from layerpick.collect import CollectConfig, LayerStates, collect
+from layerpick.core.calibration import CalibrationSet, load_calibration
+from layerpick.core.collect import CollectConfig, LayerStates, collect
+from layerpick.core.models import LoadedModel, LoadOptions, load_model
+from layerpick.core.surgery import family_for, truncate_, truncated_copy
 from layerpick.errors import LayerpickError
-from layerpick.models import LoadedModel, LoadOptions, load_model
-from layerpick.surgery import family_for, truncate_, truncated_copy
 
 __version__ = "0.1.0"
 

@@ -1,91 +1,10 @@
-"""The select job: calibration texts -> every layer scored -> a layer chosen -> the report dict.
+"""The select job's former import path, kept so that existing code keeps working; see `layerpick.selection`."""
 
-`run_select` computes everything before anything is written, so a failure leaves no partial report.
-"""
+from layerpick.selection.job import (
+    SelectConfig,
+    default_output,
+    run_select,
+    select_and_write,
+)
 
-from __future__ import annotations
-
-import math
-import time
-from dataclasses import dataclass
-from pathlib import Path
-
-from layerpick.calibration import load_calibration
-from layerpick.collect import CollectConfig, effective_max_length
-from layerpick.metrics import get_metric, parse_metrics
-from layerpick.models import LoadOptions, load_model
-from layerpick.report import write_report
-from layerpick.scoring import ScoringConfig, score_layers
-from layerpick.selection import DEFAULT_RULE, choose_layer, parse_rule
-from layerpick.versions import library_versions
-
-ALL_METRICS = "prompt-entropy,dataset-entropy,dime,infonce,lidar,curvature"
-
-
-@dataclass(frozen=True)
-class SelectConfig:
-    calibration: str | None = None
-    field: str | None = None
-    limit: int | None = None
-    metrics: str = ALL_METRICS
-    rule: str = DEFAULT_RULE
-    tolerance: float = 0.0
-    include_layer0: bool = False
-    collect: CollectConfig = CollectConfig()
-    scoring: ScoringConfig = ScoringConfig()
-
-
-def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> dict:
-    """Score every layer of `model` on the calibration set and choose one; returns the report dict."""
-    started = time.perf_counter()
-    rule = parse_rule(config.rule)
-    requested = parse_metrics(config.metrics)
-    names = {m.name for m in requested}
-    metrics = requested + [get_metric(name) for name in rule.metrics if name not in names]
-    texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
-    load_start = time.perf_counter()
-    loaded = load_model(model, load_options)
-    load_s = time.perf_counter() - load_start
-    result = score_layers(loaded, texts.texts, metrics, config.collect, config.scoring)
-    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0)
-    timings = {"load_s": load_s, **result.timings, "total_s": time.perf_counter() - started}
-    return {
-        "model": model,
-        "model_path": loaded.path,
-        "revision": load_options.revision,
-        "num_layers": loaded.num_layers,
-        "family": loaded.family.name,
-        "representation": config.collect.representation,
-        "pooling": result.pooling,
-        "rule": str(rule),
-        "tolerance": config.tolerance,
-        "include_layer0": config.include_layer0,
-        "selected_layer": choice.layer,
-        "rule_best_layer": choice.best_layer,
-        "choice": choice.describe(),
-        "scores": {name: [_finite_or_none(v) for v in values] for name, values in result.scores.items()},
-        "directions": {m.name: get_metric(m.name).direction for m in metrics},
-        "skipped_texts": result.skipped_texts,
-        "calibration": texts.describe(),
-        "seed": config.scoring.seed,
-        "views": config.scoring.views,
-        "alpha": config.scoring.alpha,
-        "max_length": effective_max_length(loaded, config.collect.max_length),
-        "dtype": load_options.dtype,
-        "notes": loaded.notes,
-        "versions": library_versions(),
-        "timings": {k: round(v, 3) for k, v in timings.items()},
-    }
-
-
-def _finite_or_none(value):
-    return value if value is not None and math.isfinite(value) else None
-
-
-def default_output(model: str) -> Path:
-    return Path("layerpick-out") / Path(model.rstrip("/")).name
-
-
-def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None) -> tuple[dict, list[Path]]:
-    report = run_select(model, load_options, config)
-    return report, write_report(report, output or default_output(model))
+__all__ = ["SelectConfig", "default_output", "run_select", "select_and_write"]

@@ -1,11 +1,16 @@
-"""Tests for layerpick.augment: seeded, wrapper-free text augmentations."""
+"""Tests for layerpick.selection.views: seeded, wrapper-free text augmentations."""
 
 import random
 import string
 
 import pytest
 
-from layerpick.augment import keyboard_typo, make_views, split_words, substitute_characters
+from layerpick.selection.views import (
+    keyboard_typo,
+    make_views,
+    split_words,
+    substitute_characters,
+)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",

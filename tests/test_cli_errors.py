@@ -41,7 +41,6 @@ def test_unsupported_architecture(tmp_path):
 
 def test_pickle_weights_refused_unless_allowed(tmp_path):
     import torch
-
     from tiny import make_model, make_tokenizer
 
     model = make_model("llama")
@@ -67,9 +66,8 @@ def test_bad_calibration(tiny_dirs, tmp_path, content, message):
 
 def test_text_with_zero_tokens(tmp_path):
     """A decoder tokenizer whose normaliser removes format characters (as BERT's does) leaves no token."""
-    from tokenizers import normalizers
-
     from tiny import make_model, make_tokenizer
+    from tokenizers import normalizers
 
     tokenizer = make_tokenizer("llama")
     tokenizer.backend_tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layerpick.compare import (
+from layerpick.compare.run import (
     CompareError,
     NotAReportError,
     OutputExistsError,
@@ -232,7 +232,7 @@ def test_output_in_place_keeps_the_folder(three_models, tmp_path, monkeypatch):
 
 
 def test_no_partial_output_on_failure(three_models, tmp_path, monkeypatch):
-    import layerpick.compare as compare
+    import layerpick.compare.run as compare
 
     out = tmp_path / "cmp"
     compare_reports(list(three_models), out)
@@ -334,9 +334,9 @@ def test_cli_help_has_an_example(capsys, monkeypatch):
 
 
 def test_real_tiny_selects(tiny_dirs, tmp_path):
-    from layerpick.collect import CollectConfig
-    from layerpick.models import LoadOptions
-    from layerpick.select_run import SelectConfig, select_and_write
+    from layerpick.core.collect import CollectConfig
+    from layerpick.core.models import LoadOptions
+    from layerpick.selection.job import SelectConfig, select_and_write
 
     calibration = tmp_path / "calib.txt"
     calibration.write_text("\n".join(f"sentence number {i} talks about topic {i % 5} and more" for i in range(16)))

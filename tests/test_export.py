@@ -15,16 +15,29 @@ import torch
 import transformers as tf
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
+from tiny import CONFIGS, LAYERS, TEXTS, make_model, make_tokenizer
 from typer.testing import CliRunner
 
-from layerpick import surgery
-from layerpick.collect import CollectConfig, collect
-from layerpick.errors import LayerpickError, LayerRangeError, UnsupportedArchitectureError
-from layerpick.export import ExportError, ParityError, export_model
-from layerpick.model_card import ExportFacts, reproduce_command, render_model_card
-from layerpick.models import LoadOptions, load_model
-from layerpick.st_format import POOLING_FLAGS, OutputExistsError, layout_problems, legacy_rope_keys
-from tiny import CONFIGS, LAYERS, TEXTS, make_model, make_tokenizer
+from layerpick.core import surgery
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import LoadOptions, load_model
+from layerpick.errors import (
+    LayerpickError,
+    LayerRangeError,
+    UnsupportedArchitectureError,
+)
+from layerpick.export.job import ExportError, ParityError, export_model
+from layerpick.export.model_card import (
+    ExportFacts,
+    render_model_card,
+    reproduce_command,
+)
+from layerpick.export.st_layout import (
+    POOLING_FLAGS,
+    OutputExistsError,
+    layout_problems,
+    legacy_rope_keys,
+)
 
 FAMILIES = sorted(CONFIGS)
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +67,7 @@ def tiny_dir(tmp_path_factory):
 
 
 def reference(source: Path, k: int, pooling: str = "mean", normalize: bool = False, max_length: int = 512):
-    """Layer k of the FULL model, as layerpick.collect pools it."""
+    """Layer k of the FULL model, as layerpick.core.collect pools it."""
     loaded = load_model(str(source))
     states = collect(loaded, TEXTS, CollectConfig(pooling=pooling, batch_size=2, max_length=max_length,
                                                   progress=False)).layer(k)
@@ -291,7 +304,7 @@ def test_overwrite_refuses_a_foreign_directory(tiny_dir, tmp_path):
 
 
 def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.st_format as st_format
+    import layerpick.export.st_layout as st_format
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full (injected)")
@@ -304,7 +317,7 @@ def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.export as export
+    import layerpick.export.job as export
 
     real = export._reference
     monkeypatch.setattr(export, "_reference", lambda *a, **k: real(*a, **k) + 1e-3)
@@ -314,7 +327,7 @@ def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_overwrite_keeps_the_old_export_when_the_new_one_fails(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.export as export
+    import layerpick.export.job as export
 
     source, out = tiny_dir("llama"), tmp_path / "out"
     export_model(str(source), 1, out, progress=False)

@@ -10,11 +10,11 @@ import pytest
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 
-from layerpick import registry
-from layerpick.collect import CollectConfig, collect
-from layerpick.export import DEFAULT_PARITY_TEXTS, export_model
-from layerpick.models import load_model
-from layerpick.st_format import layout_problems
+from layerpick.core import registry
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import load_model
+from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
+from layerpick.export.st_layout import layout_problems
 
 pytestmark = pytest.mark.integration
 

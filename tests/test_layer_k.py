@@ -2,11 +2,11 @@
 
 import pytest
 import torch
-
-from layerpick import surgery
-from layerpick.collect import CollectConfig, collect
-from layerpick.pooling import pool
 from tiny import CONFIGS, LAYERS, MAX_PARAMS, TEXTS, make_loaded, parameter_count
+
+from layerpick.core import surgery
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.pooling import pool
 
 FAMILIES = sorted(CONFIGS)
 

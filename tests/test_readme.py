@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import typer
-
 from conftest import SHARED_DATA
 from layerpick.cli.app import app
 

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from layerpick import registry, surgery
-from layerpick.collect import CollectConfig, collect
-from layerpick.models import load_model
-from layerpick.pooling import pool
+from layerpick.core import registry, surgery
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import load_model
+from layerpick.core.pooling import pool
 
 pytestmark = pytest.mark.integration
 TEXTS = [

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from layerpick import select_run
-from layerpick.bench import BenchConfig
-from layerpick.errors import LayerpickError
-from layerpick.run_report import write_run_report
-from layerpick.select_run import SelectConfig
-from layerpick.workflow import RunConfig, run_workflow
 from validation.helpers import failing_classification, sts_folder
+
+from layerpick.bench.run import BenchConfig
+from layerpick.errors import LayerpickError
+from layerpick.selection import job as select_run
+from layerpick.selection.job import SelectConfig
+from layerpick.workflow.report import write_run_report
+from layerpick.workflow.run import RunConfig, run_workflow
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 BENCH = BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False)
@@ -93,7 +93,7 @@ def test_rerun_reuses_every_finished_stage(finished_run, tmp_path, monkeypatch):
         raise AssertionError("a finished stage was recomputed")
 
     for name in ("run_select", "export_model", "run_bench"):
-        monkeypatch.setattr(f"layerpick.workflow.{name}", fail)
+        monkeypatch.setattr(f"layerpick.workflow.run.{name}", fail)
     monkeypatch.setattr("layerpick.validation.run_validation", fail)
     again = run_workflow(result.model, out, config=config_for(task), progress=False)
     assert all(stage["reused"] for stage in again.stages.values())
@@ -104,7 +104,7 @@ def test_a_changed_option_recomputes_only_what_depends_on_it(finished_run, tmp_p
     result, _, task = finished_run
     out = copy_of(finished_run, tmp_path)
     for name in ("run_select", "export_model"):
-        monkeypatch.setattr(f"layerpick.workflow.{name}", lambda *a, **k: pytest.fail("recomputed"))
+        monkeypatch.setattr(f"layerpick.workflow.run.{name}", lambda *a, **k: pytest.fail("recomputed"))
     changed = config_for(task, bench=BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=False))
     again = run_workflow(result.model, out, config=changed, progress=False)
     assert {name: stage["reused"] for name, stage in again.stages.items()} == {
@@ -117,7 +117,7 @@ def test_force_recomputes_everything(finished_run, tmp_path, monkeypatch):
     out = copy_of(finished_run, tmp_path)
     calls = []
     real = select_run.run_select
-    monkeypatch.setattr("layerpick.workflow.run_select", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr("layerpick.workflow.run.run_select", lambda *a, **k: calls.append(1) or real(*a, **k))
     again = run_workflow(result.model, out, config=config_for(task, force=True, bench=None), progress=False)
     assert calls == [1]
     assert not any(stage["reused"] for stage in again.stages.values())
@@ -145,7 +145,7 @@ def test_cli_end_to_end(tiny_dirs, tmp_path):
 
 
 def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
-    monkeypatch.setattr("layerpick.workflow.run_select", lambda *a, **k: pytest.fail("select ran"))
+    monkeypatch.setattr("layerpick.workflow.run.run_select", lambda *a, **k: pytest.fail("select ran"))
     with pytest.raises(LayerpickError, match="did you mean"):
         run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=RunConfig(tasks=("STSBenchmrk",), bench=None))
     assert not (tmp_path / "out").exists()
@@ -154,11 +154,11 @@ def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
 def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, monkeypatch):
     import shlex
 
+    from layerpick.cli.app import app
     from typer.testing import CliRunner
 
-    from layerpick.cli.app import app
-    from layerpick.run_commands import reproduce_commands
-    from layerpick.workflow import input_facts, stage_keys
+    from layerpick.workflow.commands import reproduce_commands
+    from layerpick.workflow.run import input_facts, stage_keys
 
     result = finished_run[0]
     line = reproduce_commands(result)[0]

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from layerpick.collect import CollectConfig
-from layerpick.errors import CalibrationError, NonFiniteStatesError
-from layerpick.models import load_model
-from layerpick.scoring import ScoringConfig
-from layerpick.select_run import SelectConfig, run_select
 from tiny import save_tiny
+
+from layerpick.core.collect import CollectConfig
+from layerpick.core.models import load_model
+from layerpick.errors import CalibrationError, NonFiniteStatesError
+from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.scoring import ScoringConfig
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 QUIET = CollectConfig(progress=False, batch_size=8)
@@ -44,7 +44,7 @@ def test_same_seed_same_report(tiny_dirs, tmp_path):
 
 
 def test_only_needed_passes(tiny_dirs, tmp_path, monkeypatch):
-    import layerpick.scoring as scoring
+    import layerpick.selection.scoring as scoring
 
     calls = []
     real = scoring.collect
@@ -69,8 +69,8 @@ def test_too_few_texts(tiny_dirs, tmp_path):
 def test_non_finite_states_name_the_layer(tmp_path):
     directory = save_tiny("llama", tmp_path / "model")
     loaded = load_model(str(directory))
-    from layerpick import surgery
-    from layerpick.collect import collect
+    from layerpick.core import surgery
+    from layerpick.core.collect import collect
 
     surgery.blocks(loaded.model)[2].mlp.down_proj.weight.fill_(float("inf"))
     with pytest.raises(NonFiniteStatesError, match="layer 3"):

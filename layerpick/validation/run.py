@@ -25,14 +25,19 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.versions import library_versions
+from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError
-from layerpick.models import LoadOptions
-from layerpick.select_run import default_output as select_output
-from layerpick.versions import library_versions
+from layerpick.selection.job import default_output as select_output
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.plot import plot_validation
-from layerpick.validation.sources import Setup, SourceOptions, exported_setup, model_setup
+from layerpick.validation.sources import (
+    Setup,
+    SourceOptions,
+    exported_setup,
+    model_setup,
+)
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 
 logger = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from typing import Any
 
 from mteb.models.model_meta import ModelMeta
 
-from layerpick.cache import cache_root
-from layerpick.collect import CollectConfig
+from layerpick._util.cache import cache_root
+from layerpick.core.collect import CollectConfig
+from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
+from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, ModelNotFoundError
-from layerpick.models import DTYPES, LoadOptions, load_model, resolve_device
-from layerpick.pooling import check_pooling
 from layerpick.validation.encoder import (
     CollectRepresenter,
     LayerEncoder,
@@ -73,7 +73,9 @@ class Setup:
 
 def model_setup(model: str, options: SourceOptions) -> Setup:
     """Load `model`; every layer comes from one forward pass per distinct text, kept in the store."""
-    from layerpick.export import resolve_max_seq_length  # one rule for validate and export
+    from layerpick.export.job import (
+        resolve_max_seq_length,  # one rule for validate and export
+    )
 
     began = time.perf_counter()
     loaded = load_model(model, options.load_options)

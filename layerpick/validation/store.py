@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from layerpick.atomic import write_text_atomic
+from layerpick._util.atomic import write_text_atomic
 from layerpick.validation.errors import StoreError
 
 logger = logging.getLogger(__name__)

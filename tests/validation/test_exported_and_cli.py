@@ -6,13 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from layerpick.cli.app import app
 from layerpick.cli.errors import exit_code_for
-from layerpick.validation import TaskNotFoundError
-from layerpick.validation import run_validation
 from tiny import LAYERS
+from typer.testing import CliRunner
+
+from layerpick.validation import TaskNotFoundError, run_validation
 from validation.helpers import ALL_KINDS, write_jsonl
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_DATA
 from scipy.stats import spearmanr
 
-from conftest import SHARED_DATA
-from layerpick.cache import cache_root
+from layerpick._util.cache import cache_root
 from layerpick.validation import run_validation
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 from mteb.models.abs_encoder import AbsEncoder
 
-from layerpick.validation import TaskFormatError, materialize_tasks, read_folder, resolve_tasks, write_task_folder
+from layerpick.validation import (
+    TaskFormatError,
+    materialize_tasks,
+    read_folder,
+    resolve_tasks,
+    write_task_folder,
+)
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
 from validation.helpers import ALL_KINDS

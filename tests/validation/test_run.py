@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from mteb.models.abs_encoder import AbsEncoder
 from scipy.stats import spearmanr
+from tiny import LAYERS
 
-from layerpick.collect import CollectConfig, collect
+from layerpick.core.collect import CollectConfig, collect
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.validation import parse_layers, resolve_tasks, run_validation
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
-from tiny import LAYERS
 from validation.helpers import ALL_KINDS, failing_classification
 
 SOME = [0, 2, LAYERS]  # first, middle, last: enough to catch a layer mix-up, cheaper than all five

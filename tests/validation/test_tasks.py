@@ -2,7 +2,12 @@
 
 import pytest
 
-from layerpick.validation import TaskFormatError, TaskNotFoundError, resolve_tasks, split_items
+from layerpick.validation import (
+    TaskFormatError,
+    TaskNotFoundError,
+    resolve_tasks,
+    split_items,
+)
 from validation.helpers import ALL_KINDS, write_jsonl
 
 

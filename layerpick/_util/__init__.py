@@ -1,0 +1,1 @@
+"""Private helpers written once: atomic writes, the cache folder, progress bars, torch threads, versions."""

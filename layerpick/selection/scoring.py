@@ -1,0 +1,144 @@
+"""Score every layer with the chosen unsupervised metrics, running only the passes they need.
+
+Passes: the calibration texts themselves (token-level metrics through observers, and pooled states for
+dataset-level ones), and one pass over V augmented views of every text when a view metric is asked for
+(DiME and InfoNCE use the first two views, LiDAR all V). Each pass is shared by every metric that needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+from layerpick._util.progress import progress_bar
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import LoadedModel
+from layerpick.errors import CalibrationError
+from layerpick.metrics import MetricSpec
+from layerpick.metrics.dime import dime
+from layerpick.metrics.entropy import dataset_entropy
+from layerpick.metrics.infonce import infonce
+from layerpick.metrics.lidar import lidar
+from layerpick.metrics.token_observers import CurvatureObserver, PromptEntropyObserver
+from layerpick.selection.views import make_views
+
+MIN_TEXTS = 8
+DEFAULT_VIEWS = 4
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    alpha: float = 1.0
+    views: int = DEFAULT_VIEWS
+    seed: int = 0
+    dime_permutations: int = 10
+    infonce_temperature: float = 0.1
+    lidar_delta: float = 1e-4
+
+
+@dataclass
+class LayerScores:
+    """metric name -> L+1 values (index = layer; None where undefined), with what it took to get them."""
+
+    scores: dict[str, list[float | None]]
+    skipped_texts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    pooling: str = "mean"
+
+
+class _TimedObserver:
+    """Wraps an observer and adds the time it spends to a shared counter (metric time, not forward time)."""
+
+    def __init__(self, observer, clock: dict[str, float]):
+        self.observer, self.clock = observer, clock
+
+    def observe(self, layer, states, mask):
+        start = time.perf_counter()
+        self.observer.observe(layer, states, mask)
+        self.clock["metrics_s"] += time.perf_counter() - start
+
+
+def score_layers(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    metrics: Sequence[MetricSpec],
+    collect_config: CollectConfig = CollectConfig(),
+    config: ScoringConfig = ScoringConfig(),
+) -> LayerScores:
+    """All `metrics` for every layer of `loaded` over `texts`."""
+    names = [m.name for m in metrics]
+    _check_inputs(texts, metrics, config)
+    clock = {"forward_s": 0.0, "metrics_s": 0.0}
+    scores: dict[str, list[float | None]] = {}
+    skipped: dict[str, int] = {}
+    pooling = collect_config.pooling or loaded.family.default_pooling
+    if any(m.needs & {"tokens", "pooled"} for m in metrics):
+        pooling = _score_main_pass(loaded, texts, names, collect_config, config, clock, scores, skipped)
+    if any("views" in m.needs for m in metrics):
+        _score_view_pass(loaded, texts, names, collect_config, config, clock, scores)
+    return LayerScores({n: scores[n] for n in names}, skipped, clock, pooling)
+
+
+def _score_main_pass(loaded, texts, names, collect_config, config, clock, scores, skipped) -> str:
+    num = loaded.num_layers
+    observers = {}
+    if "prompt-entropy" in names:
+        observers["prompt-entropy"] = PromptEntropyObserver(num, config.alpha)
+    if "curvature" in names:
+        observers["curvature"] = CurvatureObserver(num)
+    observer_clock = {"metrics_s": 0.0}
+    start = time.perf_counter()
+    states = collect(loaded, texts, collect_config, [_TimedObserver(o, observer_clock) for o in observers.values()])
+    clock["forward_s"] += time.perf_counter() - start - observer_clock["metrics_s"]
+    clock["metrics_s"] += observer_clock["metrics_s"]
+    for name, observer in observers.items():
+        scores[name] = observer.result()
+        skipped[name] = observer.skipped
+    if "dataset-entropy" in names:
+        scores["dataset-entropy"] = _per_layer(
+            "dataset entropy", states.pooled, lambda layer: dataset_entropy(layer, config.alpha), clock,
+            collect_config.progress,
+        )
+    return states.pooling
+
+
+def _score_view_pass(loaded, texts, names, collect_config, config, clock, scores) -> None:
+    num_views = max(config.views, 2)
+    views = make_views(list(texts), num_views, config.seed)
+    flat = [view for per_text in views for view in per_text]
+    start = time.perf_counter()
+    pooled = collect(loaded, flat, collect_config).pooled  # (L+1, N*V, D)
+    clock["forward_s"] += time.perf_counter() - start
+    pooled = pooled.reshape(pooled.shape[0], len(texts), num_views, pooled.shape[-1])
+    functions: dict[str, Callable[[torch.Tensor], float]] = {
+        "dime": lambda v: dime(v[:, 0], v[:, 1], config.dime_permutations, config.seed, config.alpha),
+        "infonce": lambda v: infonce(v[:, 0], v[:, 1], config.infonce_temperature),
+        "lidar": lambda v: lidar(v, config.lidar_delta),
+    }
+    for name in ("dime", "infonce", "lidar"):
+        if name in names:
+            scores[name] = _per_layer(name, pooled, functions[name], clock, collect_config.progress)
+
+
+def _per_layer(label: str, per_layer: torch.Tensor, function, clock, progress: bool) -> list[float | None]:
+    start = time.perf_counter()
+    values: list[float | None] = []
+    with progress_bar(f"metric: {label}", per_layer.shape[0], progress) as advance:
+        for layer in per_layer:
+            values.append(float(function(layer)))
+            advance()
+    clock["metrics_s"] += time.perf_counter() - start
+    return values
+
+
+def _check_inputs(texts: Sequence[str], metrics: Sequence[MetricSpec], config: ScoringConfig) -> None:
+    dataset_level = [m.name for m in metrics if m.needs & {"pooled", "views"}]
+    if dataset_level and len(texts) < MIN_TEXTS:
+        raise CalibrationError(
+            f"{', '.join(dataset_level)} need at least {MIN_TEXTS} calibration texts (got {len(texts)})"
+        )
+    if "lidar" in [m.name for m in metrics] and config.views < 2:
+        raise CalibrationError(f"lidar needs at least 2 views per text (got --views {config.views})")

@@ -1,0 +1,257 @@
+"""The one-page report of `layerpick run`: report.md and a self-contained report.html (plots embedded).
+
+Owns what the page says and in what order: the answer first (which layer, how good, how much faster), then
+the model, the calibration set, every metric by layer, the rule, validation by layer, the export and its
+parity check, the speed-up, and the commands that reproduce each stage. The page is built once as a list of
+blocks; markdown and HTML are two renderings of the same blocks, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from layerpick._util.atomic import write_text_atomic
+from layerpick.selection.report import ARROWS, format_score
+from layerpick.workflow.commands import reproduce_commands
+from layerpick.workflow.run import RunResult
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Image:
+    path: Path
+    alt: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+Block = Heading | Text | Table | Image | Code
+
+
+def write_run_report(result: RunResult) -> list[Path]:
+    """Write report.md and report.html into the run's output folder."""
+    blocks = build_blocks(result)
+    md, page = result.output / "report.md", result.output / "report.html"
+    write_text_atomic(md, to_markdown(blocks, result.output))
+    write_text_atomic(page, to_html(blocks, f"layerpick run: {result.model}"))
+    return [md, page]
+
+
+def build_blocks(result: RunResult) -> list[Block]:
+    return [Heading(f"layerpick run: {result.model}", 1), *_answer(result), *_model(result), *_calibration(result),
+            *_metrics(result), *_rule(result), *_validation(result), *_export(result), *_speed(result),
+            *_reproduce(result)]
+
+
+def _answer(result: RunResult) -> list[Block]:
+    select, k, num = result.select, result.select["selected_layer"], result.select["num_layers"]
+    lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
+             f"`{select['rule']}` without labels."]
+    comparison = (result.validation or {}).get("comparison")
+    if comparison:
+        chosen, last, best = (comparison[name] for name in ("selected", "last", "best"))
+        lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}, "
+                     f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
+                     f"{best['layer']} ({_tasks(result.validation)}).")
+    else:
+        lines.append("**How good:** not validated (run with `--tasks` to score layers on MTEB tasks).")
+    lines.append(_speed_sentence(result))
+    return [Text(line) for line in lines]
+
+
+def _speed_sentence(result: RunResult) -> str:
+    kept = result.export["parameters"]["cut"] / max(result.export["parameters"]["full"], 1)
+    parts = [f"keeps {kept:.0%} of the parameters"]
+    for row in (result.bench or {}).get("rows", []):
+        memory = f", peak memory x{row['memory_ratio']:.2f}" if row.get("memory_ratio") else ""
+        parts.append(f"batch {row['batch_size']}: {_ratio(row['throughput_ratio'])} the full model's throughput{memory}")
+    return "**How much faster:** the export " + "; ".join(parts) + "."
+
+
+def _model(result: RunResult) -> list[Block]:
+    select = result.select
+    rows = [["model", f"`{result.model}`"], ["loaded from", f"`{select['model_path']}`"],
+            ["revision", str(select.get("revision") or "default")], ["family", select["family"]],
+            ["layers", f"{select['num_layers']} blocks (layer 0 = the embeddings)"],
+            ["representation", select["representation"]], ["pooling", select["pooling"]],
+            ["dtype", select["dtype"]]]
+    rows += [["note", note] for note in select.get("notes", [])]
+    return [Heading("Model"), Table(["", ""], rows)]
+
+
+def _calibration(result: RunResult) -> list[Block]:
+    calibration = result.select["calibration"]
+    return [Heading("Calibration set"),
+            Text(f"{calibration['count']} texts from {calibration['source']} (sha256 {calibration['sha256'][:16]}), "
+                 f"seed {result.select['seed']}, {result.select['views']} augmented views per text, max length "
+                 f"{result.select['max_length']} tokens.")]
+
+
+def _metrics(result: RunResult) -> list[Block]:
+    select = result.select
+    names = list(select["scores"])
+    header = ["layer", *(f"{name} {ARROWS[select['directions'][name]]}" for name in names)]
+    rows = [[_layer_label(k, select["selected_layer"]), *(format_score(select["scores"][n][k]) for n in names)]
+            for k in range(select["num_layers"] + 1)]
+    return [Heading("Every metric by layer"), Table(header, rows),
+            Text("Arrows: each metric's documented direction. ◀ marks the chosen layer."),
+            Image(result.output / "select" / "metrics.png", "metrics against relative depth")]
+
+
+def _rule(result: RunResult) -> list[Block]:
+    select = result.select
+    return [Heading("Rule and chosen layer"),
+            Text(f"Rule `{select['rule']}` (tolerance {select['tolerance']}): {select['choice']}.")]
+
+
+def _validation(result: RunResult) -> list[Block]:
+    data = result.validation
+    if data is None:
+        return [Heading("Validation"), Text("Not run: no `--tasks` were given.")]
+    names = list(data["tasks"])
+    marks = {key: data.get(f"{key}_layer") for key in ("selected", "last", "best")}
+    rows = []
+    for k in data["layers_evaluated"]:
+        tags = ", ".join(key for key, layer in marks.items() if layer == k)
+        rows.append([str(k), *(_num(data["tasks"][n]["main_score_by_layer"][k]) for n in names),
+                     _num(data["mean_by_layer"][k]), tags])
+    blocks: list[Block] = [Heading("Validation by layer"),
+                           Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
+                           Table(["layer", *names, "mean", ""], rows)]
+    blocks += [Text(f"Failed: {task}: {message}") for task, message in (data.get("failures") or {}).items()]
+    return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
+
+
+def _export(result: RunResult) -> list[Block]:
+    export = result.export
+    parity = export["parity"]
+    verdict = "passed" if parity["passed"] else "FAILED"
+    return [Heading("Export"), Table(["", ""], [
+        ["location", f"`{result.export_dir}`"],
+        ["layers kept", f"first {export['layer']} of {export['num_layers']}"],
+        ["parameters", f"{export['parameters']['cut']:,} of {export['parameters']['full']:,}"],
+        ["weights", f"{export['weights_bytes'] / 1e6:.1f} MB (safetensors)"],
+        ["parity", f"{verdict}: max abs diff {parity['max_abs_diff']:.2e} over {parity['texts']} texts against "
+                   f"layer {export['layer']} of the full model (tolerance {parity['tolerance']:.1e})"],
+    ])]
+
+
+def _speed(result: RunResult) -> list[Block]:
+    bench = result.bench
+    if bench is None:
+        return [Heading("Speed"), Text("Not measured (`--no-bench`).")]
+    rows = [[str(row["batch_size"]), f"{row['exported']['texts_per_s']:.1f}", f"{row['baseline']['texts_per_s']:.1f}",
+             _ratio(row["throughput_ratio"]), _ratio(row["latency_median_ratio"]), _ratio(row["memory_ratio"])]
+            for row in bench["rows"]]
+    return [Heading("Speed"),
+            Text(f"Side by side in one process, {bench['texts']} texts, {bench['repeats']} interleaved repeats, "
+                 f"{bench['device']}, {bench['threads']} threads. Ratios are export / full."),
+            Table(["batch", "export texts/s", "full texts/s", "throughput", "median latency", "peak memory"], rows)]
+
+
+def _reproduce(result: RunResult) -> list[Block]:
+    return [Heading("Reproduce"), Text("The whole run, then each stage on its own:"),
+            Code("\n".join(reproduce_commands(result)))]
+
+
+def to_markdown(blocks: list[Block], base: Path) -> str:
+    parts = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append("#" * block.level + " " + block.text)
+        elif isinstance(block, Text):
+            parts.append(block.text)
+        elif isinstance(block, Table):
+            lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
+            parts.append("\n".join(lines + ["| " + " | ".join(row) + " |" for row in block.rows]))
+        elif isinstance(block, Image):
+            if block.path.is_file():
+                parts.append(f"![{block.alt}]({block.path.relative_to(base).as_posix()})")
+        elif isinstance(block, Code):
+            parts.append(f"```bash\n{block.text}\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
+         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;"
+         "text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f4f4f4;padding:1em;"
+         "overflow-x:auto}img{max-width:100%}code{background:#f4f4f4}")
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    body = [_html_block(block) for block in blocks]
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(b for b in body if b) + "\n</body></html>\n")
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
+    if isinstance(block, Text):
+        return f"<p>{_inline(block.text)}</p>"
+    if isinstance(block, Table):
+        head = "".join(f"<th>{_inline(cell)}</th>" for cell in block.header)
+        rows = "".join("<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>" for row in block.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    if isinstance(block, Image):
+        if not block.path.is_file():
+            return ""
+        data = base64.b64encode(block.path.read_bytes()).decode("ascii")
+        return f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">'
+    return f"<pre><code>{html.escape(block.text)}</code></pre>"
+
+
+def _inline(text: str) -> str:
+    """The two markdown marks the page uses: **bold** and `code`."""
+    out, bold, code = [], False, False
+    for index, piece in enumerate(text.replace("**", "\0").split("\0")):
+        if index:
+            out.append("</b>" if bold else "<b>")
+            bold = not bold
+        for part_index, part in enumerate(piece.split("`")):
+            if part_index:
+                out.append("</code>" if code else "<code>")
+                code = not code
+            out.append(html.escape(part))
+    return "".join(out)
+
+
+def _layer_label(k: int, selected: int) -> str:
+    return f"{k} ◀" if k == selected else str(k)
+
+
+def _num(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _ratio(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}x"
+
+
+
+def _tasks(validation: dict[str, Any]) -> str:
+    count = len(validation["tasks"])
+    return f"{count} task" if count == 1 else f"{count} tasks"

@@ -1,0 +1,266 @@
+"""The end-to-end job behind `layerpick run`: select, validate, export, bench, then one report.
+
+Owns the layout of the output folder and the rule for reusing a finished stage:
+
+    DIR/select/     report.json, report.md, metrics.png              (layerpick select)
+    DIR/validate/   validation.json, validation.png, results/, store/  (layerpick validate, when tasks are given)
+    DIR/model/      the exported sentence-transformers model          (layerpick export)
+    DIR/bench.json  the exported model against the full one           (layerpick bench)
+    DIR/run.json    each stage's key (a hash of everything it depends on) and timing
+    DIR/report.md, DIR/report.html                                    (layerpick.workflow.report)
+
+A stage is reused when run.json records the same key for it and its output is there; a changed option
+recomputes that stage and every later one; `force` recomputes everything (and empties the store).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from layerpick._util.atomic import write_json_atomic
+from layerpick.bench.run import BenchConfig, run_bench
+from layerpick.core.calibration import load_calibration
+from layerpick.core.models import LoadOptions
+from layerpick.errors import LayerpickError
+from layerpick.export.job import export_model
+from layerpick.export.model_card import METADATA_FILE, annotate_export
+from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.report import write_report
+from layerpick.selection.rules import parse_rule
+
+logger = logging.getLogger(__name__)
+
+LEDGER = "run.json"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What `run_workflow` does beyond selecting: which tasks and layers to validate, the export, the bench."""
+
+    tasks: tuple[str, ...] = ()
+    layers: str = "selected"
+    task_data: tuple[Path, ...] = ()
+    validate_batch_size: int = 32
+    validate_max_length: int | None = None
+    normalize: bool = False
+    bench: BenchConfig | None = BenchConfig()
+    select: SelectConfig = SelectConfig()
+    force: bool = False
+
+
+@dataclass
+class RunResult:
+    """Every stage's outcome: the documents each wrote, and which stages were reused."""
+
+    model: str
+    output: Path
+    load_options: LoadOptions
+    config: RunConfig
+    select: dict[str, Any]
+    validation: dict[str, Any] | None
+    export: dict[str, Any]
+    bench: dict[str, Any] | None
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def export_dir(self) -> Path:
+        return self.output / "model"
+
+
+Announce = Callable[[str, bool], None]
+
+
+def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptions(), config: RunConfig = RunConfig(),
+                 *, progress: bool = True, announce: Announce | None = None) -> RunResult:
+    """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
+    output = Path(output)
+    inputs = input_facts(model, config)
+    _check_output(output)
+    ledger = Ledger(output / LEDGER, config.force)
+    if config.force:
+        _clear(output)
+    announce = announce or (lambda stage, reused: None)
+    keys = stage_keys(model, load_options, config, inputs)
+    result = RunResult(model, output, load_options, config, select={}, validation=None, export={}, bench=None)
+    result.select = _stage(ledger, "select", keys, output / "select" / "report.json", announce,
+                           lambda: _select(model, load_options, config, output, progress))
+    if config.tasks:
+        result.validation = _stage(ledger, "validate", keys, output / "validate" / "validation.json", announce,
+                                   lambda: _validate(model, load_options, config, output, progress))
+        if result.validation.get("failures"):
+            ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
+    result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
+                           lambda: _export(model, load_options, config, output, progress))
+    if config.bench is not None:
+        result.bench = _stage(ledger, "bench", keys, output / "bench.json", announce,
+                              lambda: _bench(config.bench, output, progress))
+    annotate_export(result.export_dir, validation=validation_summary(result.validation),
+                    speedup=speedup_summary(result.bench))
+    result.export = _read_json(result.export_dir / METADATA_FILE)
+    result.stages = ledger.stages
+    return result
+
+
+def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any]) -> dict[str, str]:
+    """Each stage's key covers its own inputs and the keys of the stages it builds on. `inputs` (from
+    `input_facts`) adds what names alone do not tell: the calibration texts' hash, each task's data revision."""
+    base = {"model": inputs["model"], "load": dataclasses.asdict(load_options)}
+    select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"]})
+    validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
+                        "batch": config.validate_batch_size, "max_length": config.validate_max_length,
+                        "normalize": config.normalize})
+    export = _digest({"select": select, "normalize": config.normalize})
+    bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
+    return {"select": select, "validate": validate, "export": export, "bench": bench}
+
+
+def validation_summary(validation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the model card shows of a validation: each task's main score by layer, and the mean."""
+    if validation is None:
+        return None
+    tasks = {name: {"main_score_by_layer": task["main_score_by_layer"]} for name, task in validation["tasks"].items()}
+    return {"tasks": tasks, "mean_by_layer": validation["mean_by_layer"]}
+
+
+def speedup_summary(bench: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """Bench ratios per batch size (export / full), as the model card's speed table."""
+    if bench is None:
+        return None
+    return {f"batch {row['batch_size']}": {"throughput x": row["throughput_ratio"],
+                                          "latency (median) x": row["latency_median_ratio"],
+                                          "peak memory x": row["memory_ratio"]} for row in bench["rows"]}
+
+
+class Ledger:
+    """run.json: the key and timing of every finished stage, rewritten after each stage."""
+
+    def __init__(self, path: Path, force: bool) -> None:
+        self.path = path
+        self.previous = {} if force or not path.is_file() else _read_json(path).get("stages", {})
+        self.stages: dict[str, dict[str, Any]] = {}
+
+    def reusable(self, stage: str, key: str, product: Path) -> bool:
+        return self.previous.get(stage, {}).get("key") == key and product.is_file()
+
+    def record(self, stage: str, key: str, seconds: float, reused: bool) -> None:
+        earlier = self.previous.get(stage, {}).get("seconds") if reused else None
+        self.stages[stage] = {"key": key, "seconds": round(earlier if earlier is not None else seconds, 3),
+                              "reused": reused}
+        self._save()
+
+    def forget(self, stage: str) -> None:
+        self.previous.pop(stage, None)
+        self.stages[stage]["key"] = None
+        self._save()
+
+    def _save(self) -> None:
+        write_json_atomic(self.path, {"format": "layerpick-run/1", "stages": {**self.previous, **self.stages}})
+
+
+def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
+           compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Reuse a finished stage's product, or compute it; later stages are invalidated by key, not by time."""
+    key = keys[stage]
+    reused = ledger.reusable(stage, key, product)
+    announce(stage, reused)
+    started = time.perf_counter()
+    data = _read_json(product) if reused else compute()
+    ledger.record(stage, key, time.perf_counter() - started, reused)
+    return data
+
+
+def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+    select = dataclasses.replace(config.select, collect=dataclasses.replace(config.select.collect, progress=progress))
+    report = run_select(model, load_options, select)
+    write_report(report, output / "select")
+    return report
+
+
+def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+    from layerpick.validation import (
+        run_validation,  # mteb is a heavy import; only when validating
+    )
+
+    target = output / "validate"
+    result = run_validation(
+        model, list(config.tasks), layers=config.layers, report=output / "select" / "report.json",
+        output_dir=target, load_options=load_options, pooling=config.select.collect.pooling,
+        representation=config.select.collect.representation, batch_size=config.validate_batch_size,
+        max_length=config.validate_max_length, normalize=config.normalize, store_dir=target / "store",
+        result_cache=target, task_data=config.task_data, progress=progress)
+    return result.data
+
+
+def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+    export_model(model, None, output / "model", load_options=load_options, normalize=config.normalize,
+                 report=output / "select" / "report.json", overwrite=True, progress=progress)
+    return _read_json(output / "model" / METADATA_FILE)
+
+
+def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
+    """The baseline is the full model the export was cut from, as its layerpick.json records it."""
+    data = run_bench(output / "model", bench, progress=progress).to_dict()
+    write_json_atomic(output / "bench.json", data)
+    return data
+
+
+def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
+    """Check the rule, layers, bench settings and tasks before the first stage spends minutes on the model,
+    and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
+    hash and each task's data revision (a content hash for a local folder)."""
+    parse_rule(config.select.rule)
+    if config.bench is not None:
+        config.bench.validate()
+    select = config.select
+    texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
+    facts = {"model": str(Path(model).resolve()) if Path(model).exists() else model,
+             "calibration": texts.describe()["sha256"], "tasks": []}
+    if config.tasks:
+        from layerpick.validation import (  # mteb only when validating
+            check_layer_words,
+            resolve_tasks,
+        )
+
+        check_layer_words(config.layers)
+        facts["tasks"] = [{"name": spec.name, **spec.describe()} for spec in resolve_tasks(list(config.tasks),
+                                                                                          config.task_data)]
+    return facts
+
+
+def _check_output(output: Path) -> None:
+    if output.exists() and not output.is_dir():
+        raise LayerpickError(f"--output {output} exists and is not a directory")
+    if output.is_dir() and any(output.iterdir()) and not (output / LEDGER).is_file():
+        raise LayerpickError(f"--output {output} is not empty and holds no earlier `layerpick run`; "
+                             "choose a new or empty directory")
+    output.mkdir(parents=True, exist_ok=True)
+
+
+def _clear(output: Path) -> None:
+    """--force: remove what earlier runs wrote (only the names this module owns)."""
+    for name in ("select", "validate", "model"):
+        shutil.rmtree(output / name, ignore_errors=True)
+    for name in ("bench.json", "report.md", "report.html"):
+        (output / name).unlink(missing_ok=True)
+
+
+def _without_progress(select: SelectConfig) -> dict[str, Any]:
+    data = dataclasses.asdict(select)
+    data["collect"].pop("progress", None)
+    return data
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
