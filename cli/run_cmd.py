@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 
 from layerpick.bench.run import BenchConfig
+from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
@@ -98,9 +98,9 @@ def summary(result: RunResult, files: list[Path]) -> dict:
     comparison = (result.validation or {}).get("comparison")
     return {
         "model": result.model,
-        "num_layers": result.select["num_layers"],
-        "selected_layer": result.select["selected_layer"],
-        "rule": result.select["rule"],
+        "num_layers": result.select.num_layers,
+        "selected_layer": result.select.selected_layer,
+        "rule": result.select.rule,
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
@@ -123,7 +123,7 @@ def _announcer(quiet: bool):
 def _render(result: RunResult, files: list[Path]) -> None:
     console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
     select = result.select
-    console.print(f"[bold]layer {select['selected_layer']} of {select['num_layers']}[/bold] ({select['rule']})")
+    console.print(f"[bold]layer {select.selected_layer} of {select.num_layers}[/bold] ({select.rule})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]

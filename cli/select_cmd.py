@@ -7,15 +7,16 @@ import math
 from typing import Annotated
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
+from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
 from layerpick.selection.job import ALL_METRICS, SelectConfig, select_and_write
 from layerpick.selection.report import ARROWS
+from layerpick.selection.result import SelectReport
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
@@ -54,26 +55,26 @@ def select(
     )
     report, written = select_and_write(model or registry.DEFAULT_MODEL, load, config, output)
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(json.dumps(report.to_json(), indent=2))
         return
     _render(report, written)
 
 
-def _render(report: dict, written) -> None:
+def _render(report: SelectReport, written) -> None:
     console = Console()
-    names = list(report["scores"])
-    table = Table(title=f"{report['model']}: {report['num_layers']} layers, {report['representation']} "
-                        f"representation, {report['pooling']} pooling")
+    names = list(report.scores)
+    table = Table(title=f"{report.model}: {report.num_layers} layers, {report.representation} "
+                        f"representation, {report.pooling} pooling")
     table.add_column("layer", justify="right")
     for name in names:
-        table.add_column(f"{name} {ARROWS[report['directions'][name]]}", justify="right", min_width=len(name) + 2)
-    for k in range(report["num_layers"] + 1):
-        chosen = k == report["selected_layer"]
-        cells = [_cell(report["scores"][n][k]) for n in names]
+        table.add_column(f"{name} {ARROWS[report.directions[name]]}", justify="right", min_width=len(name) + 2)
+    for k in range(report.num_layers + 1):
+        chosen = k == report.selected_layer
+        cells = [_cell(report.scores[n][k]) for n in names]
         table.add_row(f"{k} ◀" if chosen else str(k), *cells, style="bold green" if chosen else None)
     console.print(table)
-    console.print(f"selected: [bold]{report['choice']}[/bold]")
-    for note in report["notes"]:
+    console.print(f"selected: [bold]{report.choice}[/bold]")
+    for note in report.notes:
         console.print(f"note: {note}")
     console.print("wrote " + ", ".join(str(p) for p in written))
 

@@ -20,8 +20,9 @@ from layerpick.compare.read import (
     Source,
     read_source,
 )
+from layerpick.selection.result import REPORT_FILE
 
-REPORT_NAME = "report.json"
+REPORT_NAME = REPORT_FILE
 VALIDATION_NAME = "validation.json"
 # Where a model folder keeps its files: `layerpick select`/`validate` defaults (layerpick-out/<model>/report.json,
 # layerpick-out/<model>/validation/validation.json) and `layerpick run` (DIR/select/, DIR/validate/).

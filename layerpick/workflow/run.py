@@ -30,10 +30,12 @@ from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import METADATA_FILE, annotate_export
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
+from layerpick.selection.result import REPORT_FILE, SelectReport, read_select_report
 from layerpick.selection.rules import parse_rule
 
 logger = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ class RunResult:
     output: Path
     load_options: LoadOptions
     config: RunConfig
-    select: dict[str, Any]
+    select: SelectReport
     validation: dict[str, Any] | None
     export: dict[str, Any]
     bench: dict[str, Any] | None
@@ -89,9 +91,9 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
         _clear(output)
     announce = announce or (lambda stage, reused: None)
     keys = stage_keys(model, load_options, config, inputs)
-    result = RunResult(model, output, load_options, config, select={}, validation=None, export={}, bench=None)
-    result.select = _stage(ledger, "select", keys, output / "select" / "report.json", announce,
-                           lambda: _select(model, load_options, config, output, progress))
+    result = RunResult(model, output, load_options, config, select=None, validation=None, export={}, bench=None)
+    result.select = _stage(ledger, "select", keys, output / "select" / REPORT_FILE, announce,
+                           lambda: _select(model, load_options, config, output, progress), read=read_select_report)
     if config.tasks:
         result.validation = _stage(ledger, "validate", keys, output / "validate" / "validation.json", announce,
                                    lambda: _validate(model, load_options, config, output, progress))
@@ -166,18 +168,18 @@ class Ledger:
 
 
 def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
-           compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+           compute: Callable[[], Any], read: Callable[[Path], Any] = None) -> Any:
     """Reuse a finished stage's product, or compute it; later stages are invalidated by key, not by time."""
     key = keys[stage]
     reused = ledger.reusable(stage, key, product)
     announce(stage, reused)
     started = time.perf_counter()
-    data = _read_json(product) if reused else compute()
+    data = (read or _read_json)(product) if reused else compute()
     ledger.record(stage, key, time.perf_counter() - started, reused)
     return data
 
 
-def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> SelectReport:
     select = dataclasses.replace(config.select, collect=dataclasses.replace(config.select.collect, progress=progress))
     report = run_select(model, load_options, select)
     write_report(report, output / "select")
@@ -185,23 +187,25 @@ def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
 
 
 def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    from layerpick.validation import (
-        run_validation,  # mteb is a heavy import; only when validating
+    from layerpick.validation import (  # mteb is heavy: only when validating
+        ValidateConfig,
+        run_validation,
     )
 
     target = output / "validate"
-    result = run_validation(
-        model, list(config.tasks), layers=config.layers, report=output / "select" / "report.json",
-        output_dir=target, load_options=load_options, pooling=config.select.collect.pooling,
-        representation=config.select.collect.representation, batch_size=config.validate_batch_size,
-        max_length=config.validate_max_length, normalize=config.normalize, store_dir=target / "store",
-        result_cache=target, task_data=config.task_data, progress=progress)
+    settings = ValidateConfig(
+        layers=config.layers, report=output / "select" / REPORT_FILE, output_dir=target,
+        pooling=config.select.collect.pooling, representation=config.select.collect.representation,
+        batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
+        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress)
+    result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
 
 def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    export_model(model, None, output / "model", load_options=load_options, normalize=config.normalize,
-                 report=output / "select" / "report.json", overwrite=True, progress=progress)
+    settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
+                            progress=progress)
+    export_model(model, None, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
 
 
