@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from layerpick import validation
+from layerpick._util.formatting import number
 from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
@@ -145,7 +146,7 @@ def _render_failures(result: "validation.ValidationReport") -> None:
 
 
 def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return number(value)
 
 
 def _quiet_mteb_logging() -> None:

@@ -13,7 +13,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from layerpick.selection.result import REPORT_FILE, SelectReport
+from layerpick._util.filenames import REPORT_FILE
+from layerpick._util.formatting import number
+from layerpick.selection.result import SelectReport
 
 ARROWS = {"min": "↓", "max": "↑"}
 
@@ -43,7 +45,7 @@ def to_markdown(report: SelectReport) -> str:
 
 
 def format_score(value) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value:.4f}"
+    return number(value)
 
 
 def plot_metrics(report: SelectReport, path: Path) -> None:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from layerpick._util.filenames import REPORT_FILE
 from layerpick.errors import ReportFormatError
 
-REPORT_FILE = "report.json"
 # The keys every reader needs, in the order a "missing ..." message names them.
 REQUIRED_KEYS = ("model", "num_layers", "selected_layer", "rule", "scores")
 

@@ -25,6 +25,7 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError
@@ -285,7 +286,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
 
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
-    path = output / "validation.json"
+    path = output / VALIDATION_FILE
     handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
     with os.fdopen(handle, "w", encoding="utf-8") as stream:
         json.dump(data, stream, indent=2)

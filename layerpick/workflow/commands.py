@@ -9,9 +9,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from layerpick._util.filenames import REPORT_FILE
 from layerpick.bench.run import BenchConfig
 from layerpick.selection.job import SelectConfig
-from layerpick.selection.result import REPORT_FILE
 from layerpick.workflow.run import RunConfig, RunResult
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
+from layerpick._util.formatting import number
 from layerpick.selection.report import ARROWS, format_score
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult
@@ -244,11 +245,11 @@ def _layer_label(k: int, selected: int) -> str:
 
 
 def _num(value: Any) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    return number(value)
 
 
 def _ratio(value: Any) -> str:
-    return "–" if value is None else f"{value:.2f}x"
+    return number(value, ".2f", "x")
 
 
 

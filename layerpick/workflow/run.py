@@ -26,21 +26,28 @@ from pathlib import Path
 from typing import Any, Callable
 
 from layerpick._util.atomic import write_json_atomic
+from layerpick._util.filenames import (
+    BENCH_FILE,
+    METADATA_FILE,
+    REPORT_FILE,
+    RUN_FILE,
+    VALIDATION_FILE,
+)
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
-from layerpick.export.model_card import METADATA_FILE, annotate_export
+from layerpick.export.model_card import annotate_export
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
-from layerpick.selection.result import REPORT_FILE, SelectReport, read_select_report
+from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.selection.rules import parse_rule
 
 logger = logging.getLogger(__name__)
 
-LEDGER = "run.json"
+LEDGER = RUN_FILE
 
 
 @dataclass(frozen=True)
@@ -95,14 +102,14 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
     result.select = _stage(ledger, "select", keys, output / "select" / REPORT_FILE, announce,
                            lambda: _select(model, load_options, config, output, progress), read=read_select_report)
     if config.tasks:
-        result.validation = _stage(ledger, "validate", keys, output / "validate" / "validation.json", announce,
+        result.validation = _stage(ledger, "validate", keys, output / "validate" / VALIDATION_FILE, announce,
                                    lambda: _validate(model, load_options, config, output, progress))
         if result.validation.get("failures"):
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
                            lambda: _export(model, load_options, config, output, progress))
     if config.bench is not None:
-        result.bench = _stage(ledger, "bench", keys, output / "bench.json", announce,
+        result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
                               lambda: _bench(config.bench, output, progress))
     annotate_export(result.export_dir, validation=validation_summary(result.validation),
                     speedup=speedup_summary(result.bench))
@@ -212,7 +219,7 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
     data = run_bench(output / "model", bench, progress=progress).to_dict()
-    write_json_atomic(output / "bench.json", data)
+    write_json_atomic(output / BENCH_FILE, data)
     return data
 
 
@@ -252,7 +259,7 @@ def _clear(output: Path) -> None:
     """--force: remove what earlier runs wrote (only the names this module owns)."""
     for name in ("select", "validate", "model"):
         shutil.rmtree(output / name, ignore_errors=True)
-    for name in ("bench.json", "report.md", "report.html"):
+    for name in (BENCH_FILE, "report.md", "report.html"):
         (output / name).unlink(missing_ok=True)
 
 
