@@ -36,7 +36,7 @@ def bench(
                          device=device, memory=memory, threads=threads)
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         _render(result)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -74,20 +74,25 @@ LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading comm
 }
 
 
-def with_load_options(command: Callable) -> Callable:
-    """Give a command the model-loading options (after its own); it receives them as one `load: LoadOptions`."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "load"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in LOAD_OPTIONS.items()]
+def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], Any]) -> Callable:
+    """A decorator that gives a command the `options` (after its own) and hands it `build(values, own values)` as
+    the one argument `parameter`."""
 
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        load = LoadOptions(**{name: kwargs.pop(name) for name in LOAD_OPTIONS})
-        return command(**kwargs, load=load)
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != parameter]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+                 for name, (annotation, default) in options.items()]
 
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            values = {name: kwargs.pop(name) for name in options}
+            return command(**kwargs, **{parameter: build(values, kwargs)})
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *added])
+        return wrapper
+
+    return decorate
 
 
 SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
@@ -108,23 +113,6 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
 }
 
 
-def with_select_options(command: Callable) -> Callable:
-    """Give a command the scoring and selection options (after its own); it receives them as one
-    `selection: SelectConfig` (progress bars follow the command's own `quiet`)."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "selection"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in SELECT_OPTIONS.items()]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        values = {name: kwargs.pop(name) for name in SELECT_OPTIONS}
-        return command(**kwargs, selection=select_config(values, progress=not kwargs.get("quiet", False)))
-
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
-
-
 def select_config(values: dict, progress: bool) -> SelectConfig:
     collect = CollectConfig(values["pooling"], values["representation"], values["batch_size"], values["max_length"],
                             progress=progress)
@@ -132,6 +120,14 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
                         include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
+
+
+# The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
+with_load_options = _option_group("load", LOAD_OPTIONS, lambda values, own: LoadOptions(**values))
+# The scoring and selection options of `select` and `run`, handed over as one `selection: SelectConfig` (progress
+# bars follow the command's own `quiet`).
+with_select_options = _option_group(
+    "selection", SELECT_OPTIONS, lambda values, own: select_config(values, progress=not own.get("quiet", False)))
 
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:

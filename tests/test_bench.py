@@ -25,7 +25,7 @@ from layerpick.bench.baseline import (
     transformer_dir,
 )
 from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.run import bench_texts, run_bench
+from layerpick.bench.run import BenchResult, bench_texts, run_bench
 from layerpick.bench.timing import split_batches, summarise, time_side_by_side
 from layerpick.core import surgery
 
@@ -257,3 +257,8 @@ def test_cli_table_and_bad_batch_sizes(cut_dir):
     assert "speed-up" in table.stdout and "export" in table.stdout
     bad = runner.invoke(app, ["bench", str(cut_dir), "--batch-sizes", "1,x"])
     assert bad.exit_code == 2 and "comma-separated integers" in bad.output
+
+
+def test_bench_result_round_trips_through_json(result):
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
+    assert BenchResult.from_json(data) == result

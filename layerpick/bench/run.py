@@ -67,8 +67,18 @@ class BenchResult:
     memory_method: str | None
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """bench.json's content (`layerpick bench --json`)."""
         return asdict(self)
+
+    to_dict = to_json  # the earlier name
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchResult:
+        rows = [BenchRow(**{**row, "exported": Measurement(**row["exported"]),
+                            "baseline": Measurement(**row["baseline"])}) for row in data["rows"]]
+        return cls(**{**data, "exported": ModelFacts(**data["exported"]), "baseline": ModelFacts(**data["baseline"]),
+                      "rows": rows})
 
 
 def bench_texts(count: int, seed: int = 0) -> list[str]:

@@ -28,7 +28,7 @@ from mteb.results import TaskResult
 from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
-from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary
@@ -73,6 +73,19 @@ class ValidationReport:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        """validation.json's content."""
+        return self.data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], output_dir: Path) -> ValidationReport:
+        """A finished run read back from its validation.json (in `output_dir`)."""
+        missing = [key for key in ("num_layers", "tasks", "mean_by_layer", "failures") if key not in data]
+        if missing:
+            raise ReportFormatError(f"{output_dir / VALIDATION_FILE} is not a validation.json: missing "
+                                    f"{', '.join(missing)}")
+        return cls(data, Path(output_dir), (Path(output_dir) / VALIDATION_FILE,))
 
 
 def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,

@@ -218,7 +218,7 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
 
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
-    data = run_bench(output / "model", bench, progress=progress).to_dict()
+    data = run_bench(output / "model", bench, progress=progress).to_json()
     write_json_atomic(output / BENCH_FILE, data)
     return data
 
