@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
+from layerpick._util.atomic import atomic_file
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, LayerStates, collect
 from layerpick.core.models import LoadOptions, load_model
@@ -75,11 +74,6 @@ def layer_summary(states: LayerStates) -> tuple[list[float], list[float]]:
 def save_states(states: LayerStates, path: Path, metadata: dict[str, str]) -> None:
     """Write the pooled states atomically: a temporary file beside `path`, renamed at the end."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    os.close(handle)
-    try:
-        save_file({"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}, temporary, metadata)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_file(path) as temporary:
+        save_file({"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}, str(temporary),
+                  metadata)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
-import tempfile
 from pathlib import Path
 
+from layerpick._util.atomic import atomic_directory
 from layerpick._util.cache import cache_root
 from layerpick.errors import ModelNotFoundError
 
@@ -51,15 +50,7 @@ def _convert(source: Path, target: Path) -> None:
         del config.quantization_config
     model = type(quantised)(config)
     model.load_state_dict(quantised.state_dict())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with atomic_directory(target) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         (staging / MARKER).write_text(json.dumps({"gguf_file": str(source), "dequantised": True}, indent=2))
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)

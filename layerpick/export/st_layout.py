@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from torch import nn
 
+from layerpick._util import atomic
 from layerpick.errors import LayerpickError
 from layerpick.export.model_card import METADATA_FILE
 
@@ -277,36 +276,8 @@ def check_output(output: Path, overwrite: bool) -> None:
 def atomic_directory(target: Path, overwrite: bool) -> Iterator[Path]:
     """Yield a work directory beside `target`; its `export` subdirectory becomes `target` on success.
     On any failure (or interrupt) the work directory, and any parent this created, are removed."""
-    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
-    done = False
-    try:
+    with atomic.staging_directory(target) as work:
         yield work
-        _move_into_place(work, target, overwrite)
-        done = True
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        if not done:
-            for parent in created:  # innermost first
-                _remove_if_empty(parent)
-
-
-def _move_into_place(work: Path, target: Path, overwrite: bool) -> None:
-    check_output(target, overwrite)
-    previous = work / "previous"
-    if target.exists():
-        target.rename(previous)
-    try:
-        (work / "export").rename(target)
-    except OSError:
-        if previous.exists():
-            previous.rename(target)
-        raise
-
-
-def _remove_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass
+        atomic.publish(work / "export")
+        check_output(target, overwrite)
+        atomic.swap_into_place(work / "export", target, work / "previous")

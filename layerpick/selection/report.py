@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from layerpick._util.atomic import commit_files, staging_directory
 
 ARROWS = {"min": "↓", "max": "↑"}
 
@@ -73,15 +72,9 @@ def plot_metrics(report: dict, path: Path) -> None:
 def write_report(report: dict, output: Path) -> list[Path]:
     """Write report.json, report.md and metrics.png into `output` (created if needed), atomically."""
     output.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".layerpick-", dir=output))
-    try:
-        (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-        (staging / "report.md").write_text(to_markdown(report))
+    with staging_directory(output / "report") as staging:
+        (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (staging / "report.md").write_text(to_markdown(report), encoding="utf-8")
         plot_metrics(report, staging / "metrics.png")
-        written = []
-        for name in ("report.json", "report.md", "metrics.png"):
-            os.replace(staging / name, output / name)
-            written.append(output / name)
-        return written
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        commit_files(staging, output, ("metrics.png", "report.md", "report.json"))  # the JSON, read first, last
+    return [output / name for name in ("report.json", "report.md", "metrics.png")]

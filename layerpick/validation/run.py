@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.atomic import write_text_atomic
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError
@@ -296,11 +296,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
 def _write(data: dict[str, Any], output: Path, select: dict | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     path = output / "validation.json"
-    handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
-    os.replace(temporary, path)
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
     return [path, plot_validation(data, output / "validation.png", select)]
 
 

@@ -1,0 +1,30 @@
+"""Whether the user asked to stop (Ctrl-C), remembered even when a library swallowed the KeyboardInterrupt.
+
+Owns one process-wide flag. The CLI's SIGINT handler calls `request()` and raises KeyboardInterrupt; code
+about to make a result visible (the atomic writers in `layerpick._util.atomic`) calls `check()`, so an
+interrupt that some library caught and ignored still stops the command before anything is committed.
+"""
+
+from __future__ import annotations
+
+_state = {"requested": False}  # set from a signal handler, which runs in the main thread
+
+
+def request() -> None:
+    """Remember that the user asked to stop."""
+    _state["requested"] = True
+
+
+def requested() -> bool:
+    return _state["requested"]
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt when an interrupt was requested (and perhaps swallowed on its way up)."""
+    if _state["requested"]:
+        raise KeyboardInterrupt
+
+
+def reset() -> None:
+    """Forget an earlier request (tests that run several commands in one process)."""
+    _state["requested"] = False
