@@ -23,15 +23,19 @@ TRUE_WORDS = ("1", "true", "t", "yes", "y", "on")
 
 def main() -> None:
     signal.signal(signal.SIGINT, _on_interrupt)
+    sys.exit(run(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line `argv` (without the program name); report any error on stderr; return the exit code."""
     try:
-        code = _run(sys.argv[1:])
+        code = _dispatch(argv)
     except BaseException as error:  # noqa: BLE001 - the one place that turns every outcome into an exit code
         code = errors.exit_code(error)
     if code == errors.INTERRUPTED or interrupt.requested():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the goodbye
         print("layerpick: aborted", file=sys.stderr)
         code = errors.INTERRUPTED
-    sys.exit(code)
+    return code
 
 
 def _on_interrupt(signum, frame) -> None:
@@ -39,7 +43,7 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _run(argv: list[str]) -> int:
+def _dispatch(argv: list[str]) -> int:
     if argv == ["--version"]:  # answered without importing torch and the libraries (nothing to warn about)
         from layerpick import __version__
 

@@ -51,7 +51,9 @@ def run(
     views: opt.Views = DEFAULT_VIEWS,
     alpha: opt.Alpha = 1.0,
     seed: opt.Seed = 0,
-    normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
+    normalize: Annotated[Optional[bool], typer.Option(
+        "--normalize/--no-normalize", help="Unit-length embeddings, or raw pooled ones (default: as the model's own "
+        "sentence-transformers pipeline; raw for other models).")] = None,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
     = True,
     bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = "1,32",

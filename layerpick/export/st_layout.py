@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from torch import nn
 
 from layerpick._util import atomic
+from layerpick.core.st_source import Pipeline
 from layerpick.errors import LayerpickError
 from layerpick.export.model_card import METADATA_FILE
 
@@ -110,14 +111,17 @@ def _module_classes():
     return Transformer, Pooling, Normalize
 
 
-def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int) -> None:
-    """Rewrite the saved files of `directory` into the legacy-compatible form."""
+def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int,
+                   pipeline: Pipeline = Pipeline()) -> None:
+    """Rewrite the saved files of `directory` into the legacy-compatible form; the source's lower-casing and
+    prompts (its sentence-transformers `pipeline`) carry over."""
     _rewrite_modules(directory)
     _write_pooling_config(directory, pooling)
-    _write_json(directory / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
+    _write_json(directory / "sentence_bert_config.json",
+                {"max_seq_length": max_seq_length, "do_lower_case": pipeline.do_lower_case})
     _rewrite_model_config(directory, type(model).__name__)
     _rewrite_tokenizer_config(directory, max_seq_length, list(tokenizer.model_input_names))
-    _rewrite_st_config(directory)
+    _rewrite_st_config(directory, pipeline)
     _remove_unwanted_files(directory)
 
 
@@ -193,11 +197,11 @@ def _rewrite_tokenizer_config(directory: Path, max_seq_length: int, model_input_
     _write_json(path, config)
 
 
-def _rewrite_st_config(directory: Path) -> None:
+def _rewrite_st_config(directory: Path, pipeline: Pipeline) -> None:
     path = directory / "config_sentence_transformers.json"
     config = _read_json(path) if path.is_file() else {}
-    config.setdefault("prompts", {})
-    config.setdefault("default_prompt_name", None)
+    config["prompts"] = {**(config.get("prompts") or {}), **pipeline.prompts}
+    config["default_prompt_name"] = pipeline.default_prompt_name
     config["similarity_fn_name"] = "cosine"
     _write_json(path, config)
 

@@ -25,6 +25,8 @@ from mteb import ResultCache
 from mteb.results import TaskResult
 
 from layerpick._util.atomic import write_text_atomic
+from layerpick._util.outputs import check_output_location
+from layerpick.core.collect import CollectConfig
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError
@@ -37,6 +39,7 @@ from layerpick.validation.sources import (
     SourceOptions,
     exported_setup,
     model_setup,
+    store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 
@@ -102,6 +105,10 @@ def run_validation(
     started = time.perf_counter()
     if model is None and exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
+    output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
+    results = Path(result_cache) if result_cache else results_root(output)
+    _check_before_loading(load_options, pooling, representation, batch_size, max_length, layers,
+                          {"--output": output, "--store": store_root(store_dir), "MTEB_CACHE": results})
     specs = resolve_tasks(tasks, task_data)
     select = summary.read_select_report(report) if report else None
     options = SourceOptions(load_options, pooling, representation, batch_size, max_length, normalize, store_dir)
@@ -110,8 +117,6 @@ def run_validation(
         logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
     _check_report(select, setup)
     chosen = sorted(setup.slots) if exported_dir else parse_layers(layers, setup.num_layers, select)
-    output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
-    results = Path(result_cache) if result_cache else results_root(output)
     cache = ResultCache(results)
     with ValidationBars(len(specs), progress) as bars:
         setup.source.progress = bars.encoding
@@ -119,6 +124,17 @@ def run_validation(
     data = _document(setup, specs, outcomes, chosen, select, started)
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
+
+
+def _check_before_loading(load_options: LoadOptions, pooling: str | None, representation: str, batch_size: int,
+                          max_length: int | None, layers: str | Sequence[int], outputs: dict[str, Path]) -> None:
+    """Every option and output location, before minutes go into loading and encoding."""
+    load_options.check()
+    CollectConfig(pooling, representation, batch_size, 1 if max_length is None else max_length).check()
+    if isinstance(layers, str):
+        check_layer_words(layers)
+    for option, path in outputs.items():
+        check_output_location(path, option)
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, select: dict | None = None) -> list[int]:
