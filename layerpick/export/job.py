@@ -112,15 +112,15 @@ def export_model(
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
     pooling_mode = check_pooling(plan.pooling or loaded.default_pooling)
-    normalize = loaded.pipeline.normalize if normalize is None else normalize
+    unit = loaded.pipeline.normalize if normalize is None else normalize  # None: as the source's pipeline
     seq_length = resolve_max_seq_length(loaded, max_seq_length)
-    reference = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, progress)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, work / "source", target, pooling_mode, normalize, seq_length)
+        notes = _save(loaded, work / "source", target, pooling_mode, unit, seq_length)
         device = str(loaded.device)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
         command = model_card.reproduce_command(
@@ -129,7 +129,7 @@ def export_model(
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
-            pooling=pooling_mode, normalize=normalize, max_seq_length=seq_length, params_full=params_full,
+            pooling=pooling_mode, normalize=unit, max_seq_length=seq_length, params_full=params_full,
             params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
