@@ -33,13 +33,21 @@ def run(argv: list[str]) -> int:
     except BaseException as error:  # noqa: BLE001 - the one place that turns every outcome into an exit code
         code = errors.exit_code(error)
     if code == errors.INTERRUPTED or interrupt.requested():
+        if errors.debug_enabled() and interrupt.where():
+            print("Traceback (most recent call last):\n" + "".join(interrupt.where()) + "KeyboardInterrupt",
+                  file=sys.stderr)
         print("layerpick: aborted", file=sys.stderr)
         code = errors.INTERRUPTED
     return code
 
 
 def _on_interrupt(signum, frame) -> None:
-    interrupt.request()
+    if errors.debug_enabled():  # LAYERPICK_DEBUG=1: where the interrupt arrived, whatever catches it later
+        import traceback
+
+        interrupt.request(traceback.format_stack(frame))
+    else:
+        interrupt.request()
     raise KeyboardInterrupt
 
 

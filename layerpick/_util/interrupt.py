@@ -7,12 +7,18 @@ interrupt that some library caught and ignored still stops the command before an
 
 from __future__ import annotations
 
-_state = {"requested": False}  # set from a signal handler, which runs in the main thread
+_state: dict = {"requested": False, "where": None}  # set from a signal handler, which runs in the main thread
 
 
-def request() -> None:
-    """Remember that the user asked to stop."""
+def request(where: list[str] | None = None) -> None:
+    """Remember that the user asked to stop (and, for debugging, the stack it arrived in)."""
     _state["requested"] = True
+    _state["where"] = _state["where"] or where
+
+
+def where() -> list[str] | None:
+    """The formatted stack the first interrupt arrived in, when it was recorded."""
+    return _state["where"]
 
 
 def requested() -> bool:
@@ -28,3 +34,4 @@ def check() -> None:
 def reset() -> None:
     """Forget an earlier request (tests that run several commands in one process)."""
     _state["requested"] = False
+    _state["where"] = None

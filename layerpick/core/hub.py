@@ -39,13 +39,11 @@ class HubSource:
 def resolve_hub_id(repo_id: str, revision: str | None = None, *, needed_file: str = "config.json",
                    aliases: tuple[str, ...] = ()) -> HubSource:
     """Decide how `repo_id` loads (see the module docstring), or raise ModelNotFoundError in one line."""
-    from huggingface_hub import constants
-
     hint = suggestion(repo_id, aliases)
     if not REPO_ID.match(repo_id) or ".." in repo_id:
         raise ModelNotFoundError(f"{repo_id!r} is not a model alias, a local path or a hub id (org/name){hint}")
     cached = in_cache(repo_id, needed_file, revision)
-    if constants.HF_HUB_OFFLINE:
+    if offline():
         if cached:
             return HubSource(repo_id, revision, local_only=True)
         raise ModelNotFoundError(f"hub id {repo_id!r} is not in the local Hugging Face cache, and HF_HUB_OFFLINE "
@@ -61,6 +59,16 @@ def resolve_hub_id(repo_id: str, revision: str | None = None, *, needed_file: st
         return HubSource(repo_id, revision, local_only=True)
     raise ModelNotFoundError(f"cannot reach the Hugging Face hub for {repo_id!r} ({reason}), and it is not in the "
                              f"local cache{hint}")
+
+
+def offline() -> bool:
+    """Offline mode as huggingface_hub read it at import, or as the environment says now."""
+    import os
+
+    from huggingface_hub import constants
+
+    words = (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").strip().lower()
+    return bool(constants.HF_HUB_OFFLINE) or words in ("1", "true", "yes", "on")
 
 
 def hub_file(source: HubSource, filename: str) -> str | None:

@@ -14,6 +14,7 @@ from mteb.models.model_meta import ModelMeta
 
 from layerpick._util.cache import cache_root
 from layerpick.core.collect import CollectConfig
+from layerpick.core.load_errors import loading
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, ModelNotFoundError
@@ -109,8 +110,10 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
     began = time.perf_counter()
     info = _export_info(path)
     load = options.load_options
-    model = SentenceTransformer(str(path), device=resolve_device(load.device),
-                                trust_remote_code=load.trust_remote_code, model_kwargs={"dtype": DTYPES[load.dtype]})
+    device = resolve_device(load.device)
+    with loading(path, what="exported model"):
+        model = SentenceTransformer(str(path), device=device, trust_remote_code=load.trust_remote_code,
+                                    model_kwargs={"dtype": DTYPES[load.dtype]})
     fingerprint = weights_fingerprint(model)
     key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
                    int(model.max_seq_length or 0), load.dtype)

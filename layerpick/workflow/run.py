@@ -84,9 +84,23 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
     output = Path(output)
     load_options.check()
     inputs = input_facts(model, config)
+    created = [folder for folder in (output, *output.parents) if not folder.exists()]  # innermost first
     _check_output(output)
     ledger = Ledger(output / LEDGER, config.force)
     ledger.start()  # run.json first: a run interrupted at any later point is recognised and resumed
+    try:
+        return _run_stages(model, output, load_options, config, inputs, ledger, progress, announce)
+    except BaseException:
+        if created and not ledger.stages:  # nothing finished: leave no folder behind (a re-run starts afresh)
+            shutil.rmtree(output, ignore_errors=True)
+            for folder in created[1:]:
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
+        raise
+
+
+def _run_stages(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
+                ledger: "Ledger", progress: bool, announce: Announce | None) -> RunResult:
     if config.force:
         _clear(output)
     announce = announce or (lambda stage, reused: None)
