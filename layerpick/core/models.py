@@ -22,7 +22,7 @@ from layerpick.core.gguf_cache import converted_gguf_dir
 from layerpick.core.hub import HubSource, hub_file, resolve_hub_id, suggestion
 from layerpick.core.load_errors import loading
 from layerpick.core.pooling import POOLING_MODES
-from layerpick.core.st_source import Pipeline, local_fetcher, read_pipeline
+from layerpick.core.st_source import Pipeline, local_fetcher, lowercase_tokenizer, read_pipeline
 from layerpick.errors import DeviceUnavailableError, LayerpickError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
@@ -133,6 +133,8 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
     family = surgery.family_for(model)
     pipeline = read_pipeline(lambda name: hub_file(source.hub, name)) if source.hub else \
         read_pipeline(local_fetcher(source.path))
+    if pipeline.do_lower_case:
+        lowercase_tokenizer(tokenizer)
     return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)
 
 

@@ -7,9 +7,10 @@ pooling. `read_pipeline` reads them from a local folder or, for a hub id, from t
 model named by alias, folder or hub id gets the same pipeline. A plain transformers model gets `Pipeline()`:
 no normalisation, no prompt, no lower-casing, no length or pooling of its own.
 
-`Pipeline.prepare` turns texts into what the source's `SentenceTransformer.encode` tokenizes (the default
-prompt in front, lower-cased when asked), so layer k computed by layerpick matches the exported model's
-output, which applies the same steps itself.
+`Pipeline.prepare` puts the default prompt in front of texts, as the source's `SentenceTransformer.encode`
+does, and `lowercase_tokenizer` gives the tokenizer a Lowercase normaliser when the source asks for
+lower-casing (what sentence-transformers 6 itself does), so layer k computed by layerpick matches the
+exported model's output, which applies the same steps (its saved tokenizer carries the normaliser).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any, Callable, Sequence
 from layerpick.errors import ModelFileError
 
 logger = logging.getLogger(__name__)
+
+UNSET_LENGTH = 10**9  # transformers' "no limit" model_max_length is about 1e30
 
 # legacy boolean keys of 1_Pooling/config.json -> layerpick's pooling names (others have no layerpick pooling)
 POOLING_FLAGS = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
@@ -48,10 +51,9 @@ class Pipeline:
         return self.prompts.get(self.default_prompt_name or "", "") if self.default_prompt_name else ""
 
     def prepare(self, texts: Sequence[str]) -> list[str]:
-        """The texts as the source's `encode` tokenizes them: default prompt first, then lower-casing."""
+        """The texts as the source's `encode` hands them to its tokenizer: the default prompt first."""
         prompt = self.default_prompt
-        prepared = [prompt + text for text in texts] if prompt else list(texts)
-        return [text.lower() for text in prepared] if self.do_lower_case else prepared
+        return [prompt + text for text in texts] if prompt else list(texts)
 
     def describe(self) -> dict[str, Any]:
         return {"normalize": self.normalize, "max_seq_length": self.max_seq_length,
@@ -73,15 +75,32 @@ def read_pipeline(fetch: Callable[[str], str | Path | None]) -> Pipeline:
     prompts = st_config.get("prompts") if isinstance(st_config.get("prompts"), dict) else {}
     default = st_config.get("default_prompt_name")
     length = settings.get("max_seq_length")
+    if length is None:  # sentence-transformers 6 keeps it as the tokenizer's model_max_length
+        length = (_json(fetch(_join(transformer_dir, "tokenizer_config.json"))) or {}).get("model_max_length")
     return Pipeline(
         sentence_transformers=True,
         normalize="Normalize" in types,
-        max_seq_length=length if isinstance(length, int) and length > 0 else None,
+        max_seq_length=length if isinstance(length, int) and 0 < length < UNSET_LENGTH else None,
         do_lower_case=bool(settings.get("do_lower_case", False)),
         prompts={str(k): str(v) for k, v in prompts.items()},
         default_prompt_name=default if isinstance(default, str) and default in prompts else None,
         pooling=pooling,
     )
+
+
+def lowercase_tokenizer(tokenizer) -> None:
+    """Put a Lowercase normaliser in front of a fast tokenizer's own, unless it has one (sentence-transformers
+    6's reading of `do_lower_case`; the tokenizer saved with an export keeps it)."""
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.normalizers import Sequence as NormalizerSequence
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return
+    current = backend.normalizer
+    parts = list(current) if isinstance(current, NormalizerSequence) else [current] if current is not None else []
+    if not any(isinstance(part, Lowercase) for part in parts):
+        backend.normalizer = NormalizerSequence([Lowercase(), *parts])
 
 
 def local_fetcher(folder: str | Path) -> Callable[[str], Path | None]:

@@ -224,7 +224,8 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
             raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
         return requested
     if loaded.pipeline.max_seq_length is not None:
-        return loaded.pipeline.max_seq_length
+        own = loaded.pipeline.max_seq_length
+        return own if limit is None else min(own, limit)
     candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
     return min(c for c in candidates if isinstance(c, int) and c > 0)
 
