@@ -23,7 +23,7 @@ def bench(
     texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = 128,
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
-    device: opt.Device = "cpu",
+    device: opt.Device = "auto",
     threads: opt.Threads = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
     quiet: opt.Quiet = False,

@@ -22,7 +22,8 @@ ModelArg = Annotated[
 ]
 Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).", envvar="LAYERPICK_REVISION")]
 Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
-Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto.", envvar="LAYERPICK_DEVICE")]
+Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto (the GPU when there is one, else the CPU).",
+                                     envvar="LAYERPICK_DEVICE")]
 DeviceMap = Annotated[
     Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).",
                                 envvar="LAYERPICK_DEVICE_MAP")
@@ -66,7 +67,7 @@ Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU 
 LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading command loads its model
     "revision": (Revision, None),
     "dtype": (Dtype, "float32"),
-    "device": (Device, "cpu"),
+    "device": (Device, "auto"),
     "device_map": (DeviceMap, None),
     "trust_remote_code": (TrustRemoteCode, False),
     "allow_pickle": (AllowPickle, False),

@@ -23,7 +23,7 @@ def serve(
     batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.",
                                             envvar="LAYERPICK_BATCH_SIZE")] = 32,
     max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
-    device: opt.Device = "cpu",
+    device: opt.Device = "auto",
     model_name: Annotated[Optional[str], typer.Option(
         help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
     = None,

@@ -188,8 +188,8 @@ def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
     assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))
 
 
-def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path):
-    task, broken = sts_folder(tmp_path), failing_classification(tmp_path)
+def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monkeypatch):
+    task, broken = sts_folder(tmp_path), failing_classification(tmp_path, monkeypatch)
     config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
     first = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     assert list(first.validation["failures"]) == ["broken"]

@@ -24,7 +24,7 @@ class BenchConfig:
     batch_sizes: tuple[int, ...] = (1, 32)
     texts: int = 128
     repeats: int = 3
-    device: str = "cpu"
+    device: str = "auto"
     memory: bool = True
     seed: int = 0
     threads: int | None = None
@@ -37,4 +37,7 @@ class BenchConfig:
         problem = check_threads(self.threads)
         if problem:
             raise BenchError(problem)
+        from layerpick.core.models import resolve_device
+
+        resolve_device(self.device)  # an unknown or missing device, before any model loads
         return self

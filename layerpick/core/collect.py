@@ -37,6 +37,19 @@ class CollectConfig:
     max_length: int = 512
     progress: bool = True
 
+    def check(self) -> "CollectConfig":
+        """One-line errors for a bad pooling, representation, batch size or length, before any model loads."""
+        if self.pooling is not None:
+            check_pooling(self.pooling)
+        if self.representation not in REPRESENTATIONS:
+            raise LayerpickError(
+                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}")
+        if self.batch_size < 1:
+            raise LayerpickError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.max_length < 1:
+            raise LayerpickError(f"--max-length must be at least 1 (got {self.max_length})")
+        return self
+
 
 @dataclass
 class LayerStates:
@@ -63,7 +76,7 @@ def collect(
     observers: Sequence[TokenObserver] = (),
 ) -> LayerStates:
     """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
-    pooling = check_pooling(config.pooling or loaded.family.default_pooling)
+    pooling = check_pooling(config.pooling or loaded.default_pooling)
     _check_config(config, texts)
     config = _within_position_limit(config, loaded)
     lengths = token_lengths(loaded.tokenizer, texts, config.max_length)
@@ -116,12 +129,7 @@ def _pooled_batch(loaded: LoadedModel, batch, config: CollectConfig, pooling: st
 
 
 def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
-    if config.representation not in REPRESENTATIONS:
-        raise LayerpickError(
-            f"unknown representation {config.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
-        )
-    if config.batch_size < 1 or config.max_length < 1:
-        raise LayerpickError("--batch-size and --max-length must be positive")
+    config.check()
     if not texts:
         raise CalibrationError("no texts to encode")
 

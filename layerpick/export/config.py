@@ -15,7 +15,7 @@ class ExportConfig:
 
     pooling: str | None = None
     representation: str = "exported"
-    normalize: bool = False
+    normalize: bool | None = None  # None: as the source's own sentence-transformers pipeline (raw otherwise)
     max_seq_length: int | None = None
     report: Path | None = None
     overwrite: bool = False

@@ -11,7 +11,6 @@ export that fails it leaves nothing behind. The file format and the atomic outpu
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Sequence
 
 import torch
 
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
@@ -96,22 +96,29 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
                  load_options: LoadOptions = LoadOptions()) -> ExportResult:
     """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
     sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
-    parity texts."""
+    parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
+    source's own sentence-transformers pipeline when it has one."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation)
     texts = _check_texts(config.parity_texts)
+    load_options.check()
+    if config.max_seq_length is not None and config.max_seq_length < 1:
+        raise ExportError(f"--max-seq-length must be at least 1 (got {config.max_seq_length})")
     st_layout.check_output(output, config.overwrite)
+    check_output_location(output, "--output")
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
-    pooling_mode = check_pooling(plan.pooling or loaded.family.default_pooling)
+    pooling_mode = check_pooling(plan.pooling or loaded.default_pooling)
+    unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
-    reference = _reference(loaded, plan, pooling_mode, config.normalize, seq_length, texts, config.progress)
+    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, work / "source", target, pooling_mode, config.normalize, seq_length)
+        notes = _save(loaded, work / "source", target, pooling_mode, unit, seq_length)
+        device = str(loaded.device)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
@@ -119,13 +126,13 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
-            pooling=pooling_mode, normalize=config.normalize, max_seq_length=seq_length, params_full=params_full,
+            pooling=pooling_mode, normalize=unit, max_seq_length=seq_length, params_full=params_full,
             params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model),
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
-            versions=library_versions())
+            versions=library_versions(), device=device, pipeline=_carried(loaded))
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -208,11 +215,9 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
         if requested < 1 or (limit is not None and requested > limit):
             raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
         return requested
-    source = Path(loaded.path) / "sentence_bert_config.json" if loaded.path else None
-    if source is not None and source.is_file():
-        saved = json.loads(source.read_text(encoding="utf-8")).get("max_seq_length")
-        if isinstance(saved, int) and saved > 0:
-            return saved
+    if loaded.pipeline.max_seq_length is not None:
+        own = loaded.pipeline.max_seq_length
+        return own if limit is None else min(own, limit)
     candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
     return min(c for c in candidates if isinstance(c, int) and c > 0)
 
@@ -222,7 +227,7 @@ def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: b
     """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
     config = CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
                            max_length=max_length, progress=progress)
-    states = collect(loaded, texts, config).layer(plan.layer).float()
+    states = collect(loaded, loaded.pipeline.prepare(texts), config).layer(plan.layer).float()
     return torch.nn.functional.normalize(states, dim=-1) if normalize else states
 
 
@@ -237,7 +242,8 @@ def _save(loaded: LoadedModel, staging: Path, target: Path, pooling: str, normal
     tokenizer.save_pretrained(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
                                         max_seq_length=max_seq_length)
-    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length)
+    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length,
+                             pipeline=loaded.pipeline)
     problems = st_layout.layout_problems(target)
     if problems:
         raise ExportError(f"the saved directory is incomplete: {'; '.join(problems)}")
@@ -264,6 +270,11 @@ def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
         raise ParityError(f"parity failed: the export differs from layer K of the full model by up to {diff:.3g} "
                           f"(tolerance {tolerance:.3g}); nothing was written")
     return diff, tolerance
+
+
+def _carried(loaded: LoadedModel) -> dict[str, Any] | None:
+    """The source's sentence-transformers steps the export keeps (None for a plain transformers source)."""
+    return loaded.pipeline.describe() if loaded.pipeline.sentence_transformers else None
 
 
 def _write_documents(target: Path, facts: model_card.ExportFacts) -> None:

@@ -22,16 +22,15 @@ def load_sentence_transformer(directory: str | Path, device: str = "cpu"):
     """A SentenceTransformer from a local directory; a one-line error when it is not one."""
     from sentence_transformers import SentenceTransformer
 
+    from layerpick.core.load_errors import loading
     from layerpick.core.models import resolve_device
 
     path = Path(directory).expanduser()
     if not (path / "modules.json").is_file():
         raise ModelNotFoundError(f"not a sentence-transformers directory (no modules.json): {path}")
-    try:
-        return SentenceTransformer(str(path), device=resolve_device(device))
-    except (OSError, ValueError, KeyError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelNotFoundError(f"cannot load sentence-transformers model {path}: {first}") from error
+    device = resolve_device(device)
+    with loading(path, what="sentence-transformers model"):
+        return SentenceTransformer(str(path), device=device)
 
 
 def read_metadata(directory: str | Path) -> dict | None:

@@ -50,6 +50,8 @@ class ExportFacts:
     report_path: str | None = None
     speedup: Any = None
     versions: dict[str, str] = field(default_factory=dict)
+    device: str | None = None  # where the reference (layer K of the full model) was computed
+    pipeline: dict[str, Any] | None = None  # the source's sentence-transformers steps carried over
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -65,7 +67,7 @@ def package_of(model: str) -> dict[str, str] | None:
 
 
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
-                      pooling: str | None, normalize: bool, max_seq_length: int | None,
+                      pooling: str | None, normalize: bool | None, max_seq_length: int | None,
                       load_options) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
@@ -73,8 +75,8 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
     words += ["--output", output]
     if pooling and not report_path:
         words += ["--pooling", pooling]
-    if normalize:
-        words.append("--normalize")
+    if normalize is not None:  # None: as the source's own pipeline
+        words.append("--normalize" if normalize else "--no-normalize")
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
     words += load_options.cli_flags()
@@ -94,6 +96,8 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "pooling": facts.pooling,
         "normalize": facts.normalize,
         "max_seq_length": facts.max_seq_length,
+        "source_pipeline": facts.pipeline,
+        "device": facts.device,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
         "weights_bytes": facts.weights_bytes,
@@ -304,6 +308,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
         package=source.get("package"), report=report, report_path=selection.get("report"),
         speedup=document.get("speedup"), versions=document.get("versions") or {},
+        device=document.get("device"), pipeline=document.get("source_pipeline"),
     )
 
 

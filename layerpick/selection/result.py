@@ -47,6 +47,7 @@ class SelectReport:
     alpha: float | None = None
     max_length: int | None = None
     dtype: str | None = None
+    device: str | None = None
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -58,7 +59,7 @@ class SelectReport:
         order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "rule",
                  "tolerance", "include_layer0", "selected_layer", "rule_best_layer", "choice", "scores",
                  "directions", "skipped_texts", "calibration", "seed", "views", "alpha", "max_length", "dtype",
-                 "notes", "versions", "timings")
+                 "device", "notes", "versions", "timings")
         return {**{key: data[key] for key in order}, **self.extra}
 
     @classmethod

@@ -26,7 +26,7 @@ class ServeConfig:
     max_chars: int = 8192
     batch_size: int = 32
     max_wait_ms: float = 5.0
-    device: str = "cpu"
+    device: str = "auto"
     model_name: str | None = None
     drain_timeout_s: float = 30.0
     idle_timeout_s: float = 10.0
@@ -43,6 +43,9 @@ class ServeConfig:
         problem = check_threads(self.threads)
         if problem:
             raise ServeError(problem)
+        from layerpick.core.models import resolve_device
+
+        resolve_device(self.device)  # an unknown or missing device, before the model loads
         return self
 
     @property

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -25,8 +24,11 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.atomic import write_text_atomic
 from layerpick._util.filenames import VALIDATION_FILE
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
+from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.selection.job import default_output as select_output
@@ -40,6 +42,7 @@ from layerpick.validation.sources import (
     SourceOptions,
     exported_setup,
     model_setup,
+    store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 
@@ -95,6 +98,10 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     started = time.perf_counter()
     if model is None and config.exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
+    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
+    results = Path(config.result_cache) if config.result_cache else results_root(output)
+    _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
+                                                 "MTEB_CACHE": results})
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
@@ -105,8 +112,6 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
         config.layers, setup.num_layers, select.selected_layer if select else None)
-    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
-    results = Path(config.result_cache) if config.result_cache else results_root(output)
     cache = ResultCache(results)
     with ValidationBars(len(specs), config.progress) as bars:
         setup.source.progress = bars.encoding
@@ -114,6 +119,17 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     data = _document(setup, specs, outcomes, chosen, select, started)
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
+
+
+def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, outputs: dict[str, Path]) -> None:
+    """Every option and output location, before minutes go into loading and encoding."""
+    load_options.check()
+    max_length = 1 if config.max_length is None else config.max_length
+    CollectConfig(config.pooling, config.representation, config.batch_size, max_length).check()
+    if isinstance(config.layers, str):
+        check_layer_words(config.layers)
+    for option, path in outputs.items():
+        check_output_location(path, option)
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
@@ -300,11 +316,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
-    handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
-    os.replace(temporary, path)
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
     return [path, plot_validation(data, output / "validation.png", select)]
 
 

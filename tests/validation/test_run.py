@@ -110,8 +110,8 @@ def test_changed_settings_are_not_reused(tmp_path, tiny_model, monkeypatch):
     assert len(calls) == 2
 
 
-def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model):
-    report = validate(tmp_path, [failing_classification(tmp_path), ALL_KINDS["sts"](tmp_path)])
+def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model, monkeypatch):
+    report = validate(tmp_path, [failing_classification(tmp_path, monkeypatch), ALL_KINDS["sts"](tmp_path)])
     assert list(report.failures) == ["broken"]
     assert "class" in report.failures["broken"]
     assert None not in report.data["tasks"]["sts"]["main_score_by_layer"]
