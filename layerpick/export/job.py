@@ -24,7 +24,7 @@ from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, LayerRangeError
-from layerpick.export import model_card, st_layout
+from layerpick.export import model_card, onnx_step, st_layout
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,8 @@ class ExportResult:
     params_cut: int
     weights_bytes: int
     notes: tuple[str, ...] = ()
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None
 
 
 def export_model(
@@ -95,11 +97,15 @@ def export_model(
     overwrite: bool = False,
     parity_texts: Sequence[str] | None = None,
     progress: bool = True,
+    format: str = "sentence-transformers",
+    quantize: str | None = None,
 ) -> ExportResult:
     """Cut `model` after layer K (given, or from a select `report`) and save it as a sentence-transformers
-    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`."""
+    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`.
+    `format="onnx"` adds the ONNX graph (`quantize="int8"`: and its int8 copy), checked in `onnx_step`."""
     output = Path(output)
     plan = make_plan(model, layer, report, pooling, representation)
+    with_onnx = onnx_step.check_request(format, quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(parity_texts)
     st_layout.check_output(output, overwrite)
     loaded = load_model(model, load_options)
@@ -114,9 +120,11 @@ def export_model(
         target = work / "export"
         notes = _save(loaded, work / "source", target, pooling_mode, normalize, seq_length)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        onnx = onnx_step.write_onnx(loaded.model, target, texts, quantize) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=pooling,
-            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options)
+            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options, format=format,
+            quantize=quantize)
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
@@ -125,7 +133,7 @@ def export_model(
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
             report_path=plan.report_path, speedup=(plan.report or {}).get("speedup"),
-            versions=library_versions())
+            versions=library_versions(), dtype=load_options.dtype, onnx=onnx)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -133,7 +141,7 @@ def export_model(
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx)
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
