@@ -33,7 +33,7 @@ def export(
         "--format", help="sentence-transformers, or onnx: also onnx/model.onnx (needs layerpick[onnx]).")
     ] = "sentence-transformers",
     quantize: Annotated[Optional[str], typer.Option(
-        help="int8: also onnx/model_qint8.onnx (dynamic int8), checked against the float graph.")] = None,
+        help="int8: also onnx/model_quantized.onnx (dynamic int8), checked against the float graph.")] = None,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:

@@ -119,7 +119,7 @@ def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
     assert len(int8["cosine_to_float"]) == 8 and min(int8["cosine_to_float"]) >= int8["threshold"] == 0.99
     assert metadata["command"].endswith("--format onnx --quantize int8")
     card = (llama_export / "README.md").read_text()
-    assert "`onnx/model.onnx`" in card and "`onnx/model_qint8.onnx`" in card
+    assert "`onnx/model.onnx`" in card and "`onnx/model_quantized.onnx`" in card
 
 
 def test_int8_graph_is_smaller_and_close_to_the_float_graph(llama_export):
@@ -234,7 +234,7 @@ def test_bench_times_the_graph_against_the_full_torch_model(llama_export, source
 def test_bench_refuses_unknown_backends_and_missing_graphs(bert_cli, sources):
     with pytest.raises(BenchError, match="unknown backend 'tensorrt'; choose one of torch, onnx, onnx-int8"):
         run_bench(bert_cli[0], BenchConfig(backend="tensorrt"))
-    with pytest.raises(LayerpickError, match="no ONNX graph onnx/model_qint8.onnx .*--quantize int8"):
+    with pytest.raises(LayerpickError, match="no ONNX graph onnx/model_quantized.onnx .*--quantize int8"):
         run_bench(bert_cli[0], BenchConfig(baseline=str(sources["bert"]), backend="onnx-int8", memory=False,
                                            texts=2, repeats=1))
     result = CliRunner().invoke(app, ["bench", str(bert_cli[0]), "--backend", "tensorrt"])

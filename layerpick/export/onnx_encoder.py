@@ -22,7 +22,7 @@ import torch
 
 from layerpick.core.pooling import POOLING_MODES, pool
 from layerpick.errors import LayerpickError, ModelNotFoundError
-from layerpick.export.onnx_graph import FLOAT_FILE, OUTPUT_NAME, graph_bytes, require
+from layerpick.export.onnx_graph import FLOAT_FILE, INT8_FILE, OUTPUT_NAME, graph_bytes, require
 
 # the 1_Pooling/config.json flag of each pooling this encoder implements
 POOLING_FLAGS = {"mean": "pooling_mode_mean_tokens", "lasttoken": "pooling_mode_lasttoken",
@@ -42,7 +42,7 @@ class OnnxEncoder:
         graph = self.path / file
         if not graph.is_file():
             raise ModelNotFoundError(f"no ONNX graph {file} in {self.path} (export it with --format onnx"
-                                     f"{' --quantize int8' if 'qint8' in file else ''})")
+                                     f"{' --quantize int8' if file == INT8_FILE else ''})")
         self.tokenizer = _tokenizer(self.path)
         self.max_seq_length = _max_seq_length(self.path, self.tokenizer)
         self.pooling = _pooling(self.path)

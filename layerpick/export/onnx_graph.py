@@ -1,7 +1,7 @@
 """The ONNX graph of a cut model: where it lives in an export, how it is made, how it is quantised to int8.
 
-Owns: the file names (`onnx/model.onnx`, `onnx/model_qint8.onnx`), the check that the optional `onnx` extra is
-installed, tracing the cut model with `torch.onnx.export` (the torch.export-based exporter, which needs
+Owns: the file names (`onnx/model.onnx`, `onnx/model_quantized.onnx`), the check that the optional `onnx` extra
+is installed, tracing the cut model with `torch.onnx.export` (the torch.export-based exporter, which needs
 `onnxscript`; optimum's exporter pins transformers < 4.58 and cannot run beside transformers 5), and dynamic
 int8 quantisation with `onnxruntime.quantization`. Checking what the graphs compute is `onnx_step`'s job.
 
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 GRAPH_DIR = "onnx"
 FLOAT_FILE = f"{GRAPH_DIR}/model.onnx"
-INT8_FILE = f"{GRAPH_DIR}/model_qint8.onnx"
+INT8_FILE = f"{GRAPH_DIR}/model_quantized.onnx"  # the name infinity's optimum engine prefers on CPU
 OUTPUT_NAME = "last_hidden_state"
 INPUT_ORDER = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
