@@ -25,6 +25,8 @@ def bench(
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
     device: opt.Device = "auto",
     threads: opt.Threads = None,
+    backend: Annotated[str, typer.Option(
+        help="What runs the export: torch, onnx or onnx-int8 (its ONNX graphs, through onnxruntime).")] = "torch",
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
     quiet: opt.Quiet = False,
 ) -> None:
@@ -33,7 +35,7 @@ def bench(
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
     config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts, repeats=repeats,
-                         device=device, memory=memory, threads=threads)
+                         device=device, memory=memory, threads=threads, backend=backend)
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
@@ -46,7 +48,7 @@ def _render(result: BenchResult) -> None:
     console.print(_models_table(result))
     console.print(_speed_table(result))
     console.print(f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
-                  f"{result.threads} threads. Ratios are export / full.")
+                  f"{result.threads} threads, export on {result.backend}. Ratios are export / full.")
     if result.memory_method:
         console.print(f"memory: {result.memory_method}")
     for note in result.notes:

@@ -99,7 +99,7 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     (weights linked, not copied): same tokenizer, pooling and normalisation, all L layers."""
     target = work / "baseline"
     module = transformer_dir(exported).relative_to(exported)
-    shutil.copytree(exported, target)
+    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx"))  # the full model runs on torch
     module_dir = target / module
     for stale in weight_files(module_dir) + [module_dir / name for name in WEIGHT_INDEXES]:
         stale.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
+from layerpick.export.load import BACKENDS
 
 
 class BenchError(LayerpickError):
@@ -28,12 +29,17 @@ class BenchConfig:
     memory: bool = True
     seed: int = 0
     threads: int | None = None
+    backend: str = "torch"  # what runs the export: torch, onnx or onnx-int8 (the full model always runs on torch)
 
     def validate(self) -> "BenchConfig":
         if not self.batch_sizes or any(size < 1 for size in self.batch_sizes):
             raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
         if self.texts < 1 or self.repeats < 1:
             raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
+        if self.backend not in BACKENDS:
+            raise BenchError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        if self.backend != "torch" and self.device not in ("cpu", "auto"):
+            raise BenchError(f"the {self.backend} backend runs on the CPU (onnxruntime): drop --device {self.device}")
         problem = check_threads(self.threads)
         if problem:
             raise BenchError(problem)

@@ -21,3 +21,5 @@ class ExportConfig:
     overwrite: bool = False
     parity_texts: Sequence[str] | None = None
     progress: bool = True
+    format: str = "sentence-transformers"  # or "onnx": the ONNX graph too
+    quantize: str | None = None  # "int8" (with format "onnx"): the dynamically quantized graph too

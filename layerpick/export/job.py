@@ -25,7 +25,7 @@ from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.export import model_card, st_layout
+from layerpick.export import model_card, onnx_step, st_layout
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
 
@@ -83,6 +83,8 @@ class ExportResult:
     params_cut: int
     weights_bytes: int
     notes: tuple[str, ...] = ()
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
@@ -97,9 +99,11 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
     sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
     parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
-    source's own sentence-transformers pipeline when it has one."""
+    source's own sentence-transformers pipeline when it has one. `config.format` "onnx" adds the ONNX graph
+    (`config.quantize` "int8": and its int8 copy), checked in `onnx_step`."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation)
+    with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(config.parity_texts)
     load_options.check()
     if config.max_seq_length is not None and config.max_seq_length < 1:
@@ -120,9 +124,11 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
         notes = _save(loaded, work / "source", target, pooling_mode, unit, seq_length)
         device = str(loaded.device)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
-            normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options)
+            normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
+            format=config.format, quantize=config.quantize)
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
@@ -132,7 +138,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
             notes=(*loaded.notes, *notes), package=model_card.package_of(model),
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
-            versions=library_versions(), device=device, pipeline=_carried(loaded))
+            versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
+            onnx=onnx)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -140,7 +147,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx)
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,

@@ -52,6 +52,8 @@ class ExportFacts:
     versions: dict[str, str] = field(default_factory=dict)
     device: str | None = None  # where the reference (layer K of the full model) was computed
     pipeline: dict[str, Any] | None = None  # the source's sentence-transformers steps carried over
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None  # onnx_step's section: graph file, size, parity, int8
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -68,7 +70,7 @@ def package_of(model: str) -> dict[str, str] | None:
 
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
                       pooling: str | None, normalize: bool | None, max_seq_length: int | None,
-                      load_options) -> str:
+                      load_options, format: str = "sentence-transformers", quantize: str | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -80,6 +82,8 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
     words += load_options.cli_flags()
+    words += ["--format", format] if format != "sentence-transformers" else []
+    words += ["--quantize", quantize] if quantize else []
     return shlex.join(words)
 
 
@@ -98,6 +102,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "max_seq_length": facts.max_seq_length,
         "source_pipeline": facts.pipeline,
         "device": facts.device,
+        "dtype": facts.dtype,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
         "weights_bytes": facts.weights_bytes,
@@ -108,6 +113,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
             "tolerance": facts.parity_tolerance,
             "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
         },
+        "onnx": facts.onnx,
         "speedup": facts.speedup,
         "versions": facts.versions,
         "command": facts.command,
@@ -244,7 +250,8 @@ def _details(facts: ExportFacts) -> str:
         ("normalize", str(facts.normalize).lower()),
         ("max_seq_length", str(facts.max_seq_length)),
         ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
-        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors)"),
+        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})"),
+        *_onnx_rows(facts.onnx),
         ("parity", f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
                    f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"),
     ]
@@ -254,6 +261,20 @@ def _details(facts: ExportFacts) -> str:
     lines += [""] + [f"- Note: {note}" for note in facts.notes]
     lines += ["", "Versions: " + ", ".join(f"{name} {version}" for name, version in facts.versions.items())]
     return "\n".join(lines) + "\n"
+
+
+def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not onnx:
+        return []
+    parity = onnx["parity"]
+    rows = [("onnx", f"`{onnx['file']}`, {onnx['bytes'] / 1e6:.1f} MB; token states and embeddings within "
+                     f"{max(parity['token_states_max_rel_diff'], parity['embeddings_max_rel_diff']):.1e} of the "
+                     f"torch export (relative to the largest value)")]
+    if onnx.get("int8"):
+        int8 = onnx["int8"]
+        rows.append(("onnx int8", f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB; cosine to the float export "
+                                  f"at least {int8['min_cosine']:.4f} on the parity texts"))
+    return rows
 
 
 def _usage(facts: ExportFacts) -> str:
@@ -309,6 +330,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         package=source.get("package"), report=report, report_path=selection.get("report"),
         speedup=document.get("speedup"), versions=document.get("versions") or {},
         device=document.get("device"), pipeline=document.get("source_pipeline"),
+        dtype=document.get("dtype", "float32"), onnx=document.get("onnx"),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
+from layerpick.export.load import BACKENDS
 
 
 class ServeError(LayerpickError):
@@ -31,6 +32,7 @@ class ServeConfig:
     drain_timeout_s: float = 30.0
     idle_timeout_s: float = 10.0
     threads: int | None = None
+    backend: str = "torch"  # torch, onnx or onnx-int8 (the export's ONNX graphs, through onnxruntime)
 
     def validate(self) -> "ServeConfig":
         if not 0 <= self.port <= 65535:
@@ -40,6 +42,8 @@ class ServeConfig:
                 raise ServeError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_wait_ms < 0:
             raise ServeError(f"--max-wait-ms must not be negative (got {self.max_wait_ms})")
+        if self.backend not in BACKENDS:
+            raise ServeError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         problem = check_threads(self.threads)
         if problem:
             raise ServeError(problem)

@@ -35,7 +35,7 @@ from layerpick._util.torch_threads import current_threads, set_threads
 from layerpick.export.load import (
     embedding_dimension,
     is_normalized,
-    load_sentence_transformer,
+    load_encoder,
     read_metadata,
 )
 from layerpick.serve.batcher import Batcher, BatcherClosed, make_batch_fn
@@ -71,7 +71,7 @@ class EmbeddingServer:
         set_threads(config.threads)
         self.threads = current_threads()
         self.directory = Path(directory).expanduser()
-        self.model = model if model is not None else load_sentence_transformer(self.directory, config.device)
+        self.model = model if model is not None else load_encoder(self.directory, config.device, config.backend)
         self.metadata = read_metadata(self.directory)
         self.model_name = config.model_name or default_model_name(self.directory, self.metadata)
         self.dimension = embedding_dimension(self.model)
@@ -137,6 +137,7 @@ class EmbeddingServer:
             "normalized": self.normalized,
             "max_seq_length": self.model.max_seq_length,
             "device": str(self.model.device),
+            "backend": self.config.backend,
             "threads": self.threads,
             "limits": {"max_inputs": self.config.max_inputs, "max_chars": self.config.max_chars},
             "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms,
