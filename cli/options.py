@@ -53,6 +53,15 @@ Metrics = Annotated[str, typer.Option(help="Comma-separated metrics to compute."
 Rule = Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...", envvar="LAYERPICK_RULE")]
 Tolerance = Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's best "
                                           "(0 = the best; trades quality for speed).")]
+MinSpeedup = Annotated[Optional[float], typer.Option(
+    "--min-speedup", help="Only layers with at least this ideal speed-up over the full model are candidates "
+    "(e.g. 3); applied before --tolerance.", envvar="LAYERPICK_MIN_SPEEDUP")]
+Choose = Annotated[Optional[str], typer.Option(
+    "--choose", help="Which layer to export with tasks: 'unsupervised' (the rule's pick, the default) or "
+    "'validated' (the best validated mean score).", envvar="LAYERPICK_CHOOSE")]
+MaxLoss = Annotated[Optional[str], typer.Option(
+    "--max-loss", help="Export the shallowest layer whose validated mean score is within this absolute loss of "
+    "the best layer's (e.g. 0.01); needs tasks.", envvar="LAYERPICK_MAX_LOSS")]
 IncludeLayer0 = Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
 Alpha = Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")]
 Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
@@ -97,6 +106,7 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
     "metrics": (Metrics, ALL_METRICS),
     "rule": (Rule, DEFAULT_RULE),
     "tolerance": (Tolerance, 0.0),
+    "min_speedup": (MinSpeedup, None),
     "include_layer0": (IncludeLayer0, False),
     "representation": (Representation, "exported"),
     "pooling": (Pooling, None),
@@ -130,7 +140,7 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
                             progress=progress)
     return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
-                        include_layer0=values["include_layer0"], collect=collect,
+                        min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
 
 

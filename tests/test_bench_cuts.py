@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.cuts import cut_directory, parse_cut_layers, plan_cuts, run_cuts

@@ -49,6 +49,8 @@ def test_layer0_is_never_chosen():
     ("best", None, "--choose must be"),
     (None, -0.01, "non-negative"),
     (None, float("nan"), "non-negative"),
+    (None, "abc", "non-negative"),
+    (None, "-0.5", "non-negative"),
     ("unsupervised", 0.01, "cannot be combined"),
 ])
 def test_bad_choice_options_are_one_line_errors(choose, loss, message):
@@ -58,6 +60,7 @@ def test_bad_choice_options_are_one_line_errors(choose, loss, message):
 
 def test_max_loss_alone_means_validated():
     assert ChoiceOptions.parse(None, 0.02) == ChoiceOptions("validated", 0.02)
+    assert ChoiceOptions.parse(None, "0.01") == ChoiceOptions("validated", 0.01)
     assert ChoiceOptions.parse(None, None) == ChoiceOptions("unsupervised", None)
     assert ChoiceOptions.parse("validated", None).flags() == ["--choose", "validated"]
 

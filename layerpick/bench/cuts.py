@@ -222,9 +222,13 @@ def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | N
         full_peak_memory_bytes=full_peaks, full_validated_score=means[plan.num_layers] if means else None,
         texts=texts, repeats=config.repeats, device=device, threads=threads, seq_length=costs.seq_length,
         memory_method=memory_method(device, all_reset(memory)) if memory else None, validation=plan.validation_path,
-        notes=[f"full model: {'the baseline of export ' + str(plan.exported) if plan.exported else 'exported at its last layer'}; "
-               "each cut is it with the config cut to k blocks (the same weights, the first k blocks loaded)",
+        notes=[f"full model: {_origin(plan)}; each cut is it with the config cut to k blocks (the same weights, "
+               "the first k blocks loaded)",
                f"torch intra-op threads: {threads}"])
+
+
+def _origin(plan: CutsPlan) -> str:
+    return f"the baseline of the export {plan.exported}" if plan.exported else "the model exported at its last layer"
 
 
 def _config(directory: Path):

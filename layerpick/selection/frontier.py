@@ -41,13 +41,12 @@ class ChoiceOptions:
     max_loss: float | None = None
 
     @classmethod
-    def parse(cls, choose: str | None, max_loss: float | None) -> "ChoiceOptions":
+    def parse(cls, choose: str | None, max_loss: str | float | None) -> "ChoiceOptions":
         """`--choose` and `--max-loss` checked together; `--max-loss` alone means choosing by validation."""
         if choose is not None and choose not in CHOICES:
             raise ChoiceError(f"--choose must be {' or '.join(CHOICES)} (got {choose!r})")
         if max_loss is not None:
-            if not math.isfinite(max_loss) or max_loss < 0:
-                raise ChoiceError(f"--max-loss must be a non-negative number (got {max_loss})")
+            max_loss = _loss(max_loss)
             if choose == UNSUPERVISED:
                 raise ChoiceError("--max-loss chooses by validated scores; it cannot be combined with "
                                   "--choose unsupervised")
@@ -100,6 +99,17 @@ def choose_validated(means: Sequence[float | None], layers: Iterable[int],
     if max_loss is not None:
         layer = min(k for k in candidates if means[k] >= means[best] - max_loss - 1e-12)
     return ValidatedChoice(layer, float(means[layer]), best, float(means[best]), max_loss)
+
+
+def _loss(text: str | float) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ChoiceError(f"--max-loss must be a non-negative number, an absolute mean-score loss such as 0.01 "
+                          f"(got {text!r})")
+    return value
 
 
 def _finite(value: Any) -> bool:

@@ -18,7 +18,7 @@ MARKS = {  # label -> (marker, colour)
     "best": ("^", "tab:orange"),
     "last": ("v", "tab:gray"),
 }
-SPEEDUP_TICKS = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0)
+SPEEDUP_TICKS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 30.0, 50.0, 100.0)
 
 
 def pyplot():
@@ -48,6 +48,10 @@ def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float
             axis.scatter([speedup[layer]], [quality[layer]], s=90, marker=marker, facecolors="none",
                          edgecolors=color, linewidths=1.8, label=f"{label} ({layer})", zorder=5)
     axis.set_xscale("log")
+    low, high = min(speedup[k] for k in points), max(speedup[k] for k in points)
+    ticks = [t for t in SPEEDUP_TICKS if low / 1.05 <= t <= high * 1.05]
+    axis.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    axis.minorticks_off()
     axis.set_xlabel("ideal speed-up over the full model (log scale)")
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3, which="both")

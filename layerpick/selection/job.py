@@ -12,11 +12,19 @@ from pathlib import Path
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
+from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.metrics import get_metric, list_metrics, parse_metrics
+from layerpick.selection.frontier import frontier
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
-from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
+from layerpick.selection.rules import (
+    DEFAULT_RULE,
+    check_min_speedup,
+    choose_layer,
+    parse_rule,
+    within_budget,
+)
 from layerpick.selection.scoring import ScoringConfig, score_layers
 
 # Every registered metric, in registry order (the default of --metrics).
@@ -32,6 +40,7 @@ class SelectConfig:
     rule: str = DEFAULT_RULE
     tolerance: float = 0.0
     include_layer0: bool = False
+    min_speedup: float | None = None  # only layers with at least this ideal speed-up are candidates
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
 
@@ -40,6 +49,7 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     """Score every layer of `model` on the calibration set and choose one."""
     started = time.perf_counter()
     rule = parse_rule(config.rule)
+    check_min_speedup(config.min_speedup)
     requested = parse_metrics(config.metrics)
     names = {m.name for m in requested}
     metrics = requested + [get_metric(name) for name in rule.metrics if name not in names]
@@ -47,13 +57,21 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     load_start = time.perf_counter()
     loaded = load_model(model, load_options)
     load_s = time.perf_counter() - load_start
+    costs = layer_costs(loaded.model)
+    if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
+        within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
+                      config.min_speedup)
     result = score_layers(loaded, texts.texts, metrics, config.collect, config.scoring)
-    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0)
+    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0,
+                          speedup=costs.ideal_speedup, min_speedup=config.min_speedup)
+    unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
     timings = {"load_s": load_s, **result.timings, "total_s": time.perf_counter() - started}
     return SelectReport(
         model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
         family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
         rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
+        min_speedup=config.min_speedup, cost=costs.to_json(), objective=[finite_or_none(v) for v in unbounded.objective],
+        frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
         selected_layer=choice.layer, rule_best_layer=choice.best_layer, choice=choice.describe(),
         scores={name: [finite_or_none(v) for v in values] for name, values in result.scores.items()},
         directions={m.name: get_metric(m.name).direction for m in metrics},

@@ -97,7 +97,7 @@ def choose_layer(
     if not candidates:
         raise LayerpickError(f"rule {rule} has no layer where all its metrics are defined")
     if min_speedup is not None:
-        candidates = _within_budget(candidates, speedup, min_speedup)
+        candidates = within_budget(candidates, speedup, min_speedup)
     objective = _objective(scores, rule, candidates, num)
     best = max(candidates, key=lambda k: (objective[k], -k))
     chosen = min(k for k in candidates if objective[k] >= objective[best] - tolerance - 1e-12)
@@ -110,7 +110,8 @@ def check_min_speedup(min_speedup: float | None) -> None:
         raise LayerpickError(f"--min-speedup must be at least 1 (the last layer's own speed-up; got {min_speedup:g})")
 
 
-def _within_budget(candidates: list[int], speedup: Sequence[float] | None, min_speedup: float) -> list[int]:
+def within_budget(candidates: Sequence[int], speedup: Sequence[float] | None, min_speedup: float) -> list[int]:
+    """The candidates whose ideal speed-up meets the budget; a one-line error when none does."""
     if speedup is None:
         raise LayerpickError("--min-speedup needs the layers' ideal speed-ups")
     kept = [k for k in candidates if speedup[k] >= min_speedup - 1e-9]

@@ -15,6 +15,7 @@ from mteb.models.model_meta import ModelMeta
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.collect import CollectConfig
+from layerpick.core.cost import layer_costs
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, ModelNotFoundError
@@ -92,7 +93,7 @@ def model_setup(model: str, options: SourceOptions) -> Setup:
     num_layers = loaded.num_layers
     facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
              **experiment, "num_layers": num_layers, "store": str(store.directory), "notes": list(loaded.notes),
-             "load_s": time.perf_counter() - began}
+             "cost": layer_costs(loaded.model).to_json(), "load_s": time.perf_counter() - began}
     return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
                  model_label(model), options.load_options.revision or fingerprint[:12], num_layers,
                  {k: k for k in range(num_layers + 1)}, normalize, experiment,

@@ -46,6 +46,7 @@ def select_flags(select: SelectConfig) -> list[str]:
     pairs = [("--calibration", select.calibration, default.calibration), ("--field", select.field, default.field),
              ("--limit", select.limit, default.limit), ("--metrics", select.metrics, default.metrics),
              ("--rule", select.rule, default.rule), ("--tolerance", select.tolerance, default.tolerance),
+             ("--min-speedup", select.min_speedup, default.min_speedup),
              ("--batch-size", select.collect.batch_size, default.collect.batch_size),
              ("--max-length", select.collect.max_length, default.collect.max_length),
              ("--views", select.scoring.views, default.scoring.views),
