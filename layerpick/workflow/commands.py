@@ -19,15 +19,15 @@ def reproduce_commands(result: RunResult) -> list[str]:
     """`layerpick run ...`, then select, validate (with tasks), export and bench as separate commands."""
     model, out, config = result.model, result.output, result.config
     load = result.load_options.cli_flags()
-    commands = [["layerpick", "run", model, *task_flags(config), "--output", str(out), *select_flags(config.select),
-                 *_export_flags(config), *_run_bench_flags(config.bench), *load]]
+    commands = [["layerpick", "run", model, *task_flags(config), *config.choice.flags(), "--output", str(out),
+                 *select_flags(config.select), *_export_flags(config), *_run_bench_flags(config.bench), *load]]
     commands.append(["layerpick", "select", model, "--output", str(out / "select"), *select_flags(config.select),
                      *load])
     if config.tasks:
         commands.append(["layerpick", "validate", model, *task_flags(config), *_representation_flags(config),
                          "--normalize" if config.normalize else "--no-normalize",
                          "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
-                         "--store", str(out / "validate" / "store"), *load])
+                         "--store", str(out / "validate" / "store"), *config.choice.flags(), *load])
     lines = [shlex.join(words) for words in commands] + [result.export["command"]]
     if result.bench is not None and config.bench is not None:
         lines.append(shlex.join(["layerpick", "bench", str(result.export_dir), *_bench_flags(config.bench)]))
