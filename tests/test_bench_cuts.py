@@ -94,3 +94,33 @@ def test_a_validation_of_another_model_is_refused(tmp_path):
     path.write_text(json.dumps({"num_layers": 30, "mean_by_layer": [0.5] * 31}))
     with pytest.raises(BenchError, match="30 layers; this one has 6"):
         plan_cuts("minilm-l6", "frontier", path)
+
+
+def layerpick(*args):
+    import subprocess
+
+    from test_cli_errors import LAYERPICK
+
+    return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layers", "2,9"], "layer 9 is out of range for --layers: this model has layers 1..6"),
+    (["--layers", "frontier"], "--layers frontier needs --validation"),
+    (["--validation", "v.json"], "--validation needs --layers"),
+    (["--layers", "2", "--validation", "missing.json"], "validation not found: missing.json"),
+])
+def test_bad_layers_are_one_line_and_write_nothing(tmp_path, args, message):
+    from test_cli_errors import assert_one_line_error
+
+    out = tmp_path / "out"
+    assert_one_line_error(layerpick("bench", "minilm-l6", "--output", str(out), *args), message)
+    assert not out.exists()
+
+
+def test_cli_writes_the_table_and_the_plot(tmp_path):
+    out = tmp_path / "out"
+    done = layerpick("bench", "minilm-l6", "--layers", "3", "--batch-sizes", "2", "--texts", "2", "--repeats", "1",
+                     "--no-memory", "--output", str(out), "-q")
+    assert done.returncode == 0, done.stderr
+    assert "| 3 | 2 |" in done.stdout and sorted(p.name for p in out.iterdir()) == ["cuts.json", "cuts.md", "cuts.png"]

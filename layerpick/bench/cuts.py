@@ -168,10 +168,11 @@ def _link_weights_copy_others(source: str, target: str) -> None:
 def _full_directory(plan: CutsPlan, work: Path, load_options: LoadOptions, progress: bool) -> Path:
     if plan.exported is not None:
         return build_baseline_dir(plan.exported, full_model_dir(plan.source), work)
+    from layerpick.export.config import ExportConfig
     from layerpick.export.job import export_model
 
     target = work / "full"
-    export_model(plan.source, plan.num_layers, target, load_options=load_options, progress=progress)
+    export_model(plan.source, plan.num_layers, target, ExportConfig(progress=progress), load_options=load_options)
     return target
 
 
