@@ -22,7 +22,7 @@ def bench(
     baseline: Annotated[Optional[str], typer.Option(
         help="The full model: alias, directory, .gguf or hub id (default: the source in layerpick.json).")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = "1,32",
-    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = 128,
+    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = BenchConfig.texts,
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
     device: opt.Device = "cpu",

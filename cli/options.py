@@ -11,7 +11,7 @@ import typer
 
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
-from layerpick.selection.job import ALL_METRICS, SelectConfig
+from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
@@ -39,7 +39,8 @@ Calibration = Annotated[
 ]
 Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').",
                                               envvar="LAYERPICK_FIELD")]
-Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts.", envvar="LAYERPICK_LIMIT")]
+Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts (a number above the set's size "
+                                                   "keeps every text).", envvar="LAYERPICK_LIMIT")]
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
 BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
 MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
@@ -102,7 +103,7 @@ def with_load_options(command: Callable) -> Callable:
 SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
     "calibration": (Calibration, None),
     "field": (Field, None),
-    "limit": (Limit, None),
+    "limit": (Limit, DEFAULT_LIMIT),
     "metrics": (Metrics, ALL_METRICS),
     "rule": (Rule, DEFAULT_RULE),
     "tolerance": (Tolerance, 0.0),

@@ -42,7 +42,7 @@ def run(
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
     = True,
     bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = "1,32",
-    bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = 128,
+    bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = BenchConfig.texts,
     bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")] = 3,
     bench_memory: Annotated[bool, typer.Option("--bench-memory/--no-bench-memory",
                                                help="Measure peak memory (a fresh process per model).")] = True,

@@ -31,11 +31,16 @@ from layerpick.selection.scoring import ScoringConfig, score_layers
 ALL_METRICS = ",".join(m.name for m in list_metrics())
 
 
+# A seeded sample of 256 calibration texts: the size at which the default rule was measured
+# (benchmarks/results/rule_evidence.md); scoring time grows with it (each text is embedded 1 + views times).
+DEFAULT_LIMIT = 256
+
+
 @dataclass(frozen=True)
 class SelectConfig:
     calibration: str | None = None
     field: str | None = None
-    limit: int | None = None
+    limit: int | None = DEFAULT_LIMIT
     metrics: str = ALL_METRICS
     rule: str = DEFAULT_RULE
     tolerance: float = 0.0
