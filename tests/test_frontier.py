@@ -93,3 +93,10 @@ def test_a_budget_no_layer_meets_is_an_error():
 def test_a_budget_below_one_is_an_error(budget):
     with pytest.raises(LayerpickError, match="--min-speedup must be at least 1"):
         choose_layer(SCORES, parse_rule("min-infonce"), speedup=SPEEDUP, min_speedup=budget)
+
+
+def test_a_budget_compares_speedups_as_reports_show_them():
+    """Layer 2 of 6 is a hair under 3x (the embeddings cost a little); shown as 3.00x, it meets a budget of 3."""
+    speedup = [1e4, 5.9998, 2.99992, 1.99996, 1.5, 1.2, 1.0]
+    scores = {"infonce": [5.0, 4.0, 3.0, 2.5, 2.0, 2.1, 2.2]}
+    assert choose_layer(scores, parse_rule("min-infonce"), speedup=speedup, min_speedup=3).layer == 2

@@ -84,6 +84,15 @@ def test_bad_choice_or_budget_is_one_line_and_writes_nothing(tiny_dirs, tmp_path
     assert not out.exists()
 
 
+@pytest.mark.parametrize("variable, value, message", [
+    ("LAYERPICK_CHOOSE", "validated", "give --tasks"), ("LAYERPICK_MAX_LOSS", "0.01", "give --tasks")])
+def test_choice_variables_reach_run(tiny_dirs, tmp_path, monkeypatch, variable, value, message):
+    monkeypatch.setenv(variable, value)
+    out = tmp_path / "out"
+    assert_one_line_error(layerpick("run", str(tiny_dirs("llama")), "--no-bench", "--output", str(out), "-q"), message)
+    assert not out.exists()
+
+
 def test_select_budget_errors_write_nothing(tiny_dirs, tmp_path):
     out = tmp_path / "select"
     done = layerpick("select", str(tiny_dirs("llama")), "--limit", "16", "--output", str(out), "-q",
