@@ -11,7 +11,7 @@ import typer
 
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
-from layerpick.selection.job import ALL_METRICS, SelectConfig
+from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
@@ -40,7 +40,8 @@ Calibration = Annotated[
 ]
 Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').",
                                               envvar="LAYERPICK_FIELD")]
-Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts.", envvar="LAYERPICK_LIMIT")]
+Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts (a number above the set's size "
+                                                   "keeps every text).", envvar="LAYERPICK_LIMIT")]
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
 BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
 MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
@@ -54,6 +55,15 @@ Metrics = Annotated[str, typer.Option(help="Comma-separated metrics to compute."
 Rule = Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...", envvar="LAYERPICK_RULE")]
 Tolerance = Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's best "
                                           "(0 = the best; trades quality for speed).")]
+MinSpeedup = Annotated[Optional[float], typer.Option(
+    "--min-speedup", help="Only layers with at least this ideal speed-up over the full model are candidates "
+    "(e.g. 3); applied before --tolerance.", envvar="LAYERPICK_MIN_SPEEDUP")]
+Choose = Annotated[Optional[str], typer.Option(
+    "--choose", help="Which layer to export with tasks: 'unsupervised' (the rule's pick, the default) or "
+    "'validated' (the best validated mean score).", envvar="LAYERPICK_CHOOSE")]
+MaxLoss = Annotated[Optional[str], typer.Option(
+    "--max-loss", help="Export the shallowest layer whose validated mean score is within this absolute loss of "
+    "the best layer's (e.g. 0.01); needs tasks.", envvar="LAYERPICK_MAX_LOSS")]
 IncludeLayer0 = Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
 Alpha = Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")]
 Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
@@ -99,10 +109,11 @@ def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], A
 SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
     "calibration": (Calibration, None),
     "field": (Field, None),
-    "limit": (Limit, None),
+    "limit": (Limit, DEFAULT_LIMIT),
     "metrics": (Metrics, ALL_METRICS),
     "rule": (Rule, DEFAULT_RULE),
     "tolerance": (Tolerance, 0.0),
+    "min_speedup": (MinSpeedup, None),
     "include_layer0": (IncludeLayer0, False),
     "representation": (Representation, "exported"),
     "pooling": (Pooling, None),
@@ -119,7 +130,7 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
                             progress=progress)
     return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
-                        include_layer0=values["include_layer0"], collect=collect,
+                        min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
 
 

@@ -71,7 +71,7 @@ def test_report_answers_which_layer_how_good_how_fast(finished_run):
 
 def test_html_is_self_contained(finished_run):
     page = finished_run[1][1].read_text()
-    assert page.count('src="data:image/png;base64,') == 2  # metrics and validation plots, embedded
+    assert page.count('src="data:image/png;base64,') == 3  # metrics, validation and frontier plots, embedded
     assert "src=\"http" not in page and "<link" not in page
     assert "<b>Which layer:</b>" in page
 

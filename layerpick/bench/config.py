@@ -23,7 +23,7 @@ class BenchConfig:
 
     baseline: str | None = None
     batch_sizes: tuple[int, ...] = (1, 32)
-    texts: int = 128
+    texts: int = 64
     repeats: int = 3
     device: str = "auto"
     memory: bool = True

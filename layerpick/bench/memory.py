@@ -3,10 +3,13 @@
 Owns: starting the probe subprocess and reading its answer (`measure_memory`), the probe itself
 (`probe_main`), the process's RSS readings, and the sentence that says how memory was measured.
 
+- At each batch size the probe embeds one batch: the `size` longest texts (by token count), which have the
+  largest padded shape, hence the largest activations, that any batch of that size drawn from the texts can
+  have. Embedding every text in batches would find the same peak at many times the cost.
 - On CPU: peak RSS (Linux VmHWM) minus the RSS before the model is loaded (torch, sentence-transformers and
   the architecture's code already imported); the peak at a batch size is the larger of the loading peak and
-  the peak while embedding every text at that size (the kernel's peak mark is reset after loading and
-  between batch sizes).
+  the peak while embedding that batch (the kernel's peak mark is reset after loading and between batch
+  sizes).
 - On CUDA: `torch.cuda.max_memory_allocated`, reset before each batch size (the weights stay allocated, so
   included).
 - The probe uses the thread count it is given (`--threads`), so that per-thread buffers match the timing.
@@ -24,7 +27,6 @@ from typing import Sequence
 
 from layerpick.bench.baseline import transformer_dir
 from layerpick.bench.config import BenchError
-from layerpick.bench.timing import split_batches
 from layerpick.export.load import load_encoder
 
 logger = logging.getLogger(__name__)
@@ -75,16 +77,28 @@ def probe_main() -> None:
 
 
 def _peak_at(model, texts: list[str], size: int, device: str, loading_peak: int, before: int) -> dict:
-    """Embed every text in batches of `size`; the peak since the last reset (or since loading, if larger)."""
+    """Embed the worst batch of `size` texts; the peak since the last reset (or since loading, if larger)."""
     import torch
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    for batch in split_batches(texts, size):
-        model.encode(batch, batch_size=size, convert_to_numpy=True, show_progress_bar=False)
+    batch = longest(texts, size, _token_count(model))
+    model.encode(batch, batch_size=size, convert_to_numpy=True, show_progress_bar=False)
     rss = max(loading_peak, _peak_rss())
     model_bytes = torch.cuda.max_memory_allocated() if device == "cuda" else rss - before
     return {"peak_memory_bytes": int(model_bytes), "peak_rss_bytes": int(rss)}
+
+
+def longest(texts: list[str], size: int, length) -> list[str]:
+    """The `size` texts with the largest `length` (all of them when there are fewer)."""
+    return sorted(texts, key=length, reverse=True)[:size]
+
+
+def _token_count(model):
+    """Tokens of one text as `model` sees it (truncated to its max_seq_length)."""
+    limit = getattr(model, "max_seq_length", None)
+    options = {"truncation": True, "max_length": limit} if limit else {}
+    return lambda text: len(model.tokenizer(text, **options)["input_ids"])
 
 
 def _import_model_code(directory: Path, backend: str = "torch") -> None:

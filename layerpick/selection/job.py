@@ -13,27 +13,41 @@ from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
+from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.errors import LayerpickError
 from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
+from layerpick.selection.frontier import frontier
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
-from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
+from layerpick.selection.rules import (
+    DEFAULT_RULE,
+    check_min_speedup,
+    choose_layer,
+    parse_rule,
+    within_budget,
+)
 from layerpick.selection.scoring import ScoringConfig, check_inputs, score_layers
 
 # Every registered metric, in registry order (the default of --metrics).
 ALL_METRICS = ",".join(m.name for m in list_metrics())
 
 
+# A seeded sample of 256 calibration texts: the size at which the default rule was measured
+# (benchmarks/results/rule_evidence.md); scoring time grows with it (each text is embedded 1 + views times).
+DEFAULT_LIMIT = 256
+
+
 @dataclass(frozen=True)
 class SelectConfig:
     calibration: str | None = None
     field: str | None = None
-    limit: int | None = None
+    limit: int | None = DEFAULT_LIMIT
     metrics: str = ALL_METRICS
     rule: str = DEFAULT_RULE
     tolerance: float = 0.0
     include_layer0: bool = False
+    min_speedup: float | None = None  # only layers with at least this ideal speed-up are candidates
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
 
@@ -58,18 +72,27 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     metrics = config.check()
     load_options.check()
     rule = parse_rule(config.rule)
+    check_min_speedup(config.min_speedup)
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
     check_inputs(texts.texts, metrics, config.scoring)
     load_start = time.perf_counter()
     loaded = load_model(model, load_options)
     load_s = time.perf_counter() - load_start
+    costs = layer_costs(loaded.model)
+    if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
+        within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
+                      config.min_speedup)
     result = score_layers(loaded, texts.texts, metrics, config.collect, config.scoring)
-    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0)
+    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0,
+                          speedup=costs.ideal_speedup, min_speedup=config.min_speedup)
+    unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
     timings = {"load_s": load_s, **result.timings, "total_s": time.perf_counter() - started}
     return SelectReport(
         model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
         family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
         rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
+        min_speedup=config.min_speedup, cost=costs.to_json(), objective=[finite_or_none(v) for v in unbounded.objective],
+        frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
         selected_layer=choice.layer, rule_best_layer=choice.best_layer, choice=choice.describe(),
         scores={name: [finite_or_none(v) for v in values] for name, values in result.scores.items()},
         directions={m.name: get_metric(m.name).direction for m in metrics},

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.filenames import REPORT_FILE
+from layerpick.core.cost import LayerCosts
 from layerpick.errors import ReportFormatError
 
 # The keys every reader needs, in the order a "missing ..." message names them.
@@ -51,15 +52,19 @@ class SelectReport:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    min_speedup: float | None = None
+    cost: dict[str, Any] | None = None  # LayerCosts.to_json(): params kept and ideal speed-up per layer
+    objective: list[float | None] | None = None  # the rule's goodness per layer over all candidates, 0..1
+    frontier: list[int] | None = None  # layers no other beats on both the objective and the ideal speed-up
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The report.json object: the same keys and order as every earlier report."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "rule",
-                 "tolerance", "include_layer0", "selected_layer", "rule_best_layer", "choice", "scores",
-                 "directions", "skipped_texts", "calibration", "seed", "views", "alpha", "max_length", "dtype",
-                 "device", "notes", "versions", "timings")
+                 "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice",
+                 "scores", "directions", "cost", "objective", "frontier", "skipped_texts", "calibration", "seed",
+                 "views", "alpha", "max_length", "dtype", "device", "notes", "versions", "timings")
         return {**{key: data[key] for key in order}, **self.extra}
 
     @classmethod
@@ -81,6 +86,11 @@ class SelectReport:
             if values is not None and (not isinstance(values, list) or len(values) != self.num_layers + 1):
                 found = f"{len(values)} values" if isinstance(values, list) else type(values).__name__
                 raise ReportFormatError(f"{where}: scores[{metric!r}] has {found}, expected {self.num_layers + 1}")
+
+    @property
+    def costs(self) -> LayerCosts | None:
+        """The per-layer cost, when the report has one (reports before the cost model do not)."""
+        return LayerCosts.from_json(self.cost) if self.cost else None
 
     def __getitem__(self, key: str) -> Any:
         """Read access by report.json key, so code written against the earlier dict form keeps working."""

@@ -29,14 +29,17 @@ from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
+from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
+from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.config import ValidateConfig
-from layerpick.validation.plot import plot_validation
+from layerpick.validation.picks import frontier_section
+from layerpick.validation.plot import plot_frontier_png, plot_validation
 from layerpick.validation.sources import (
     Setup,
     SourceOptions,
@@ -116,7 +119,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     with ValidationBars(len(specs), config.progress) as bars:
         setup.source.progress = bars.encoding
         outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
-    data = _document(setup, specs, outcomes, chosen, select, started)
+    data = _document(setup, specs, outcomes, chosen, select, started, config.choice)
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
 
@@ -282,7 +285,7 @@ def _check_report(select: SelectReport | None, setup: Setup) -> None:
 
 
 def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], layers: list[int],
-              select: SelectReport | None, started: float) -> dict[str, Any]:
+              select: SelectReport | None, started: float, choice: ChoiceOptions) -> dict[str, Any]:
     L = setup.num_layers
     scores = {o.spec.name: o.scores for o in outcomes}
     means = summary.mean_by_layer(scores, layers, L)
@@ -302,6 +305,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "last_layer": L,
         "best_layer": best,
         "comparison": summary.comparison(means, selected, L, best),
+        "frontier": frontier_section(means, _costs(facts), layers, selected, choice),
         "metric_correlations": summary.metric_correlations(select.scores, select.directions, means) if select else None,
         "select_report": {"model": select.model, "rule": select.rule} if select else None,
         "texts_encoded": setup.source.encoded,
@@ -313,11 +317,18 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
     return summary.clean(data)
 
 
+def _costs(facts: dict[str, Any]) -> LayerCosts | None:
+    return LayerCosts.from_json(facts["cost"]) if facts.get("cost") else None
+
+
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-    return [path, plot_validation(data, output / "validation.png", select)]
+    written = [path, plot_validation(data, output / "validation.png", select)]
+    if data.get("frontier"):
+        written.append(plot_frontier_png(data, output / "frontier.png"))
+    return written
 
 
 def _one_line(error: BaseException) -> str:

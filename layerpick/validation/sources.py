@@ -15,6 +15,7 @@ from mteb.models.model_meta import ModelMeta
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.collect import CollectConfig
+from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
@@ -91,7 +92,8 @@ def model_setup(model: str, options: SourceOptions) -> Setup:
                   "dtype": options.load_options.dtype, "normalize": normalize}
     num_layers = loaded.num_layers
     facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
-             "device": str(loaded.device), **experiment, "num_layers": num_layers, "store": str(store.directory), "notes": list(loaded.notes),
+             "device": str(loaded.device), **experiment, "num_layers": num_layers, "store": str(store.directory),
+             "notes": list(loaded.notes), "cost": layer_costs(loaded.model).to_json(),
              "load_s": time.perf_counter() - began}
     return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
                  model_label(model), options.load_options.revision or fingerprint[:12], num_layers,

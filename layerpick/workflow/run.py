@@ -41,9 +41,11 @@ from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
+from layerpick.selection.frontier import ChoiceError, ChoiceOptions
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
+from layerpick.selection.rules import check_min_speedup
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class RunConfig:
     normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline
     bench: BenchConfig | None = BenchConfig()
     select: SelectConfig = SelectConfig()
+    choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
     force: bool = False
 
 
@@ -122,8 +125,9 @@ def _run_stages(model: str, output: Path, load_options: LoadOptions, config: Run
                                    lambda: _validate(model, load_options, config, output, progress))
         if result.validation.get("failures"):
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
+    layer = exported_layer(config, result.validation)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
-                           lambda: _export(model, load_options, config, output, progress))
+                           lambda: _export(model, load_options, config, output, progress, layer, result.select))
     if config.bench is not None:
         result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
                               lambda: _bench(config.bench, output, progress))
@@ -141,8 +145,10 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
     select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"]})
     validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
                         "batch": config.validate_batch_size, "max_length": config.validate_max_length,
-                        "normalize": config.normalize})
-    export = _digest({"select": select, "normalize": config.normalize})
+                        "normalize": config.normalize, "choice": dataclasses.asdict(config.choice)})
+    export = _digest({"select": select, "normalize": config.normalize,
+                      "choice": {"validate": validate, **dataclasses.asdict(config.choice)}
+                      if config.choice.validated else None})
     bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
     return {"select": select, "validate": validate, "export": export, "bench": bench}
 
@@ -224,15 +230,33 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         layers=config.layers, report=output / "select" / REPORT_FILE, output_dir=target,
         pooling=config.select.collect.pooling, representation=config.select.collect.representation,
         batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
-        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress)
+        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
+        choice=config.choice)
     result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
 
-def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
-                            progress=progress)
-    export_model(model, None, output / "model", settings, load_options=load_options)
+def exported_layer(config: RunConfig, validation: dict[str, Any] | None) -> int | None:
+    """The layer chosen from the validation (`--choose validated`, `--max-loss`), or None for the rule's pick."""
+    if not config.choice.validated:
+        return None
+    section = (validation or {}).get("frontier") or {}
+    if section.get("chosen_layer") is None:
+        raise ChoiceError("no layer could be chosen from the validation (no evaluated layer >= 1 has a mean score)")
+    return int(section["chosen_layer"])
+
+
+def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool,
+            layer: int | None, select: SelectReport) -> dict:
+    """The rule's pick from the select report, or the validated `layer` with the report's pooling and
+    representation."""
+    if layer is None:
+        settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
+                                progress=progress)
+    else:
+        settings = ExportConfig(pooling=select.pooling, representation=select.representation,
+                                normalize=config.normalize, overwrite=True, progress=progress)
+    export_model(model, layer, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
 
 
@@ -248,6 +272,9 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
     hash and each task's data revision (a content hash for a local folder)."""
     config.select.check()
+    check_min_speedup(config.select.min_speedup)
+    if config.choice.validated and not config.tasks:
+        raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.bench is not None:
         config.bench.validate()
     select = config.select
