@@ -23,8 +23,9 @@ from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
+from layerpick.core.prompts import PLAIN, Prompt, default_pooling, parse_prompt, prompt_from_json
 from layerpick.errors import LayerpickError, LayerRangeError
-from layerpick.export import model_card, st_layout
+from layerpick.export import model_card, prompted, st_layout
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class ExportPlan:
     representation: str
     report: dict[str, Any] | None = None
     report_path: str | None = None
+    prompt: Prompt = PLAIN
 
 
 @dataclass(frozen=True)
@@ -95,28 +97,33 @@ def export_model(
     overwrite: bool = False,
     parity_texts: Sequence[str] | None = None,
     progress: bool = True,
+    prompt: str | Prompt | None = None,
 ) -> ExportResult:
     """Cut `model` after layer K (given, or from a select `report`) and save it as a sentence-transformers
-    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`."""
+    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`.
+    With a prompt template (given, or the report's) the saved tokenizer wraps every text in it by itself."""
     output = Path(output)
-    plan = make_plan(model, layer, report, pooling, representation)
+    plan = make_plan(model, layer, report, pooling, representation, prompt)
     texts = _check_texts(parity_texts)
     st_layout.check_output(output, overwrite)
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
-    pooling_mode = check_pooling(plan.pooling or loaded.family.default_pooling)
+    pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.family.default_pooling, plan.prompt))
     seq_length = resolve_max_seq_length(loaded, max_seq_length)
-    reference = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
+    reference, edges = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, work / "source", target, pooling_mode, normalize, seq_length)
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, normalize, seq_length)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=pooling,
-            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options)
+            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options,
+            prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value())
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
@@ -125,7 +132,7 @@ def export_model(
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
             report_path=plan.report_path, speedup=(plan.report or {}).get("speedup"),
-            versions=library_versions())
+            versions=library_versions(), prompt=prompt_facts)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -137,8 +144,9 @@ def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
-              representation: str) -> ExportPlan:
+              representation: str, prompt: str | Prompt | None = None) -> ExportPlan:
     """The export request, checked before any model is loaded."""
+    given = prompt if isinstance(prompt, Prompt) else (None if prompt is None else parse_prompt(prompt))
     if (layer is None) == (report is None):
         raise ExportError("give exactly one of a layer (--layer K) or a select report (--report report.json)")
     if representation not in REPRESENTATIONS:
@@ -149,14 +157,19 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         if layer < 1:
             raise LayerRangeError(f"layer {layer} is out of range: an export keeps the first K blocks, "
                                   "1 <= K <= the model's layer count")
-        return ExportPlan(layer, pooling, representation)
+        return ExportPlan(layer, pooling, representation, prompt=given or PLAIN)
     data = read_report(Path(report))
     _check_report_model(data, model, report)
     for name, given, chosen in (("pooling", pooling, data["pooling"]),
                                 ("representation", representation, data["representation"])):
         if given is not None and given != chosen and not (name == "representation" and given == "exported"):
             raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
-    return ExportPlan(int(data["selected_layer"]), data["pooling"], data["representation"], data, str(report))
+    chosen_prompt = prompt_from_json(data.get("prompt"))
+    if given is not None and given.template != chosen_prompt.template:
+        raise ExportError(f"--prompt {given.label} contradicts the report, which selected with prompt "
+                          f"{chosen_prompt.label}")
+    return ExportPlan(int(data["selected_layer"]), data["pooling"], data["representation"], data, str(report),
+                      chosen_prompt)
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -224,27 +237,38 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
 
 
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
-               texts: Sequence[str], progress: bool) -> torch.Tensor:
-    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
+               texts: Sequence[str], progress: bool) -> tuple[torch.Tensor, prompted.EdgeEffect | None]:
+    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce; with a
+    prompt, also how far it is from the wrapped string tokenized as one piece."""
     config = CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
-                           max_length=max_length, progress=progress)
+                           max_length=max_length, progress=progress, prompt=plan.prompt)
     states = collect(loaded, texts, config).layer(plan.layer).float()
-    return torch.nn.functional.normalize(states, dim=-1) if normalize else states
+    edges = None if plan.prompt.is_plain else prompted.measure_edges(loaded, plan.prompt, texts, plan.layer,
+                                                                      config, states)
+    return (torch.nn.functional.normalize(states, dim=-1) if normalize else states), edges
 
 
-def _save(loaded: LoadedModel, staging: Path, target: Path, pooling: str, normalize: bool,
-          max_seq_length: int) -> list[str]:
+def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target: Path, pooling: str,
+          normalize: bool, max_seq_length: int) -> list[str]:
     """Save the cut model as a legacy-compatible sentence-transformers directory; return notes for the card."""
     notes = []
-    if getattr(loaded.tokenizer, "chat_template", None):
+    if getattr(tokenizer, "chat_template", None):
         notes.append("the tokenizer's chat template was removed: texts are embedded as they are")
-    tokenizer = st_layout.prepare_tokenizer(loaded.tokenizer, max_seq_length)
+    if not prompt.is_plain:
+        notes.append(f"the tokenizer wraps every text in the prompt template {prompt.template!r}: send plain text")
+    tokenizer = st_layout.prepare_tokenizer(tokenizer, max_seq_length)
     loaded.model.save_pretrained(staging, safe_serialization=True)
     tokenizer.save_pretrained(staging)
+    if not prompt.is_plain:  # before sentence-transformers reads it back, or a model-specific class drops it
+        prompted.finish_layout(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
                                         max_seq_length=max_seq_length)
     st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length)
+    if not prompt.is_plain:
+        prompted.finish_layout(target)
     problems = st_layout.layout_problems(target)
+    if not prompt.is_plain:
+        problems += prompted.prompt_problems(target, tokenizer, max_seq_length)
     if problems:
         raise ExportError(f"the saved directory is incomplete: {'; '.join(problems)}")
     return notes

@@ -50,6 +50,7 @@ class ExportFacts:
     report_path: str | None = None
     speedup: Any = None
     versions: dict[str, str] = field(default_factory=dict)
+    prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -66,7 +67,7 @@ def package_of(model: str) -> dict[str, str] | None:
 
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
                       pooling: str | None, normalize: bool, max_seq_length: int | None,
-                      load_options) -> str:
+                      load_options, prompt: str | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -77,6 +78,8 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
         words.append("--normalize")
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
+    if prompt:
+        words += ["--prompt", prompt]
     words += load_options.cli_flags()
     return shlex.join(words)
 
@@ -94,6 +97,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "pooling": facts.pooling,
         "normalize": facts.normalize,
         "max_seq_length": facts.max_seq_length,
+        "prompt": facts.prompt,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
         "weights_bytes": facts.weights_bytes,
@@ -125,8 +129,8 @@ def metadata_json(facts: ExportFacts) -> str:
 
 def render_model_card(facts: ExportFacts) -> str:
     """The README.md: sentence-transformers front matter, then what the model is and how it was made."""
-    sections = [_front_matter(facts), _intro(facts), _choice(facts), _validation(facts), _speed(facts),
-                _details(facts), _usage(facts), _reproduce(facts)]
+    sections = [_front_matter(facts), _intro(facts), _prompt(facts), _choice(facts), _validation(facts),
+                _speed(facts), _details(facts), _usage(facts), _reproduce(facts)]
     return "\n".join(section for section in sections if section)
 
 
@@ -154,6 +158,34 @@ def _intro(facts: ExportFacts) -> str:
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
         f"{', L2-normalised' if facts.normalize else ''}.\n"
     )
+
+
+def _prompt(facts: ExportFacts) -> str:
+    if not facts.prompt:
+        return ""
+    lines = ["## Prompt\n",
+             f"Every text is wrapped in the template `{facts.prompt['template']}` by the tokenizer itself (a "
+             "post-processor in `tokenizer.json` adds the template's tokens before and after the text's, after "
+             "truncation, so the end of the template is never cut off). Send plain text: sentence-transformers, "
+             "TEI, vLLM and infinity all apply it.\n"]
+    edges = facts.prompt.get("edges")
+    if edges:
+        lines.append(
+            f"The text is tokenized on its own, so a token that would merge across the text's edge in the wrapped "
+            f"string (`mat.\"` is one token `.\"` in some vocabularies) stays two: {edges['texts_tokenized_differently']} "
+            f"of {edges['texts']} check texts tokenize differently from the wrapped string"
+            f"{_truncated_words(edges)}{_cosine_words(edges)}.\n")
+    return "\n".join(lines)
+
+
+def _truncated_words(edges: dict[str, Any]) -> str:
+    count = edges.get("texts_truncated") or 0
+    return f" ({count} of them longer than max_seq_length, where the wrapped string loses its end)" if count else ""
+
+
+def _cosine_words(edges: dict[str, Any]) -> str:
+    cosine = edges.get("min_cosine_vs_wrapped_string")
+    return "" if cosine is None else f"; where it fits, the two embeddings have a cosine of at least {cosine:.4f}"
 
 
 def _removed(facts: ExportFacts) -> str:
@@ -237,6 +269,7 @@ def _details(facts: ExportFacts) -> str:
         ("layers kept", f"{facts.layer} of {facts.num_layers}"),
         ("representation", facts.representation),
         ("pooling", facts.pooling),
+        ("prompt", f"`{facts.prompt['template']}` ({facts.prompt['name']})" if facts.prompt else "none (plain text)"),
         ("normalize", str(facts.normalize).lower()),
         ("max_seq_length", str(facts.max_seq_length)),
         ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
@@ -303,7 +336,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
         parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
         package=source.get("package"), report=report, report_path=selection.get("report"),
-        speedup=document.get("speedup"), versions=document.get("versions") or {},
+        speedup=document.get("speedup"), versions=document.get("versions") or {}, prompt=document.get("prompt"),
     )
 
 

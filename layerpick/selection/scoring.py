@@ -16,6 +16,7 @@ import torch
 from layerpick._util.progress import progress_bar
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadedModel
+from layerpick.core.prompts import default_pooling
 from layerpick.errors import CalibrationError
 from layerpick.metrics import MetricSpec
 from layerpick.metrics.dime import dime
@@ -74,7 +75,7 @@ def score_layers(
     clock = {"forward_s": 0.0, "metrics_s": 0.0}
     scores: dict[str, list[float | None]] = {}
     skipped: dict[str, int] = {}
-    pooling = collect_config.pooling or loaded.family.default_pooling
+    pooling = collect_config.pooling or default_pooling(loaded.family.default_pooling, collect_config.prompt)
     if any(m.needs & {"tokens", "pooled"} for m in metrics):
         pooling = _score_main_pass(loaded, texts, names, collect_config, config, clock, scores, skipped)
     if any("views" in m.needs for m in metrics):
