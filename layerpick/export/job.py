@@ -111,7 +111,9 @@ def export_model(
     pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.family.default_pooling, plan.prompt))
     seq_length = resolve_max_seq_length(loaded, max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
-    reference, edges = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    reference = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    edges = None if plan.prompt.is_plain else prompted.measure_edges(
+        loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
     prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
@@ -146,7 +148,7 @@ def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
               representation: str, prompt: str | Prompt | None = None) -> ExportPlan:
     """The export request, checked before any model is loaded."""
-    given = prompt if isinstance(prompt, Prompt) else (None if prompt is None else parse_prompt(prompt))
+    asked = prompt if isinstance(prompt, Prompt) else (None if prompt is None else parse_prompt(prompt))
     if (layer is None) == (report is None):
         raise ExportError("give exactly one of a layer (--layer K) or a select report (--report report.json)")
     if representation not in REPRESENTATIONS:
@@ -157,7 +159,7 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         if layer < 1:
             raise LayerRangeError(f"layer {layer} is out of range: an export keeps the first K blocks, "
                                   "1 <= K <= the model's layer count")
-        return ExportPlan(layer, pooling, representation, prompt=given or PLAIN)
+        return ExportPlan(layer, pooling, representation, prompt=asked or PLAIN)
     data = read_report(Path(report))
     _check_report_model(data, model, report)
     for name, given, chosen in (("pooling", pooling, data["pooling"]),
@@ -165,8 +167,8 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         if given is not None and given != chosen and not (name == "representation" and given == "exported"):
             raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
     chosen_prompt = prompt_from_json(data.get("prompt"))
-    if given is not None and given.template != chosen_prompt.template:
-        raise ExportError(f"--prompt {given.label} contradicts the report, which selected with prompt "
+    if asked is not None and asked.template != chosen_prompt.template:
+        raise ExportError(f"--prompt {asked.label} contradicts the report, which selected with prompt "
                           f"{chosen_prompt.label}")
     return ExportPlan(int(data["selected_layer"]), data["pooling"], data["representation"], data, str(report),
                       chosen_prompt)
@@ -237,15 +239,15 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
 
 
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
-               texts: Sequence[str], progress: bool) -> tuple[torch.Tensor, prompted.EdgeEffect | None]:
-    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce; with a
-    prompt, also how far it is from the wrapped string tokenized as one piece."""
-    config = CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
-                           max_length=max_length, progress=progress, prompt=plan.prompt)
-    states = collect(loaded, texts, config).layer(plan.layer).float()
-    edges = None if plan.prompt.is_plain else prompted.measure_edges(loaded, plan.prompt, texts, plan.layer,
-                                                                      config, states)
-    return (torch.nn.functional.normalize(states, dim=-1) if normalize else states), edges
+               texts: Sequence[str], progress: bool) -> torch.Tensor:
+    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
+    states = collect(loaded, texts, _parity_config(plan, pooling, max_length, progress)).layer(plan.layer).float()
+    return torch.nn.functional.normalize(states, dim=-1) if normalize else states
+
+
+def _parity_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool) -> CollectConfig:
+    return CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
+                         max_length=max_length, progress=progress, prompt=plan.prompt)
 
 
 def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target: Path, pooling: str,

@@ -56,10 +56,10 @@ def export_tokenizer(loaded: LoadedModel, prompt: Prompt, max_seq_length: int):
     return tokenizer
 
 
-def measure_edges(loaded: LoadedModel, prompt: Prompt, texts: Sequence[str], layer: int, config: CollectConfig,
-                  reference: torch.Tensor) -> EdgeEffect:
-    """How far layer K of the full model on the shipped tokens (`reference`) is from the same layer on the
-    wrapped string tokenized as one piece, over the texts whose wrapped string fits in max_length."""
+def measure_edges(loaded: LoadedModel, prompt: Prompt, texts: Sequence[str], layer: int,
+                  config: CollectConfig) -> EdgeEffect:
+    """How far layer K of the full model on the shipped tokens (`config` carries the prompt) is from the same
+    layer on the wrapped string tokenized as one piece, over the texts whose wrapped string fits in max_length."""
     tokenizer = prompted_tokenizer(loaded.tokenizer, prompt)
     differ = edge_differences(loaded.tokenizer, tokenizer, prompt, texts, config.max_length)
     whole = tokenizer([prompt.wrap(t) for t in texts])["input_ids"]
@@ -67,7 +67,8 @@ def measure_edges(loaded: LoadedModel, prompt: Prompt, texts: Sequence[str], lay
     plain = CollectConfig(pooling=config.pooling, representation=config.representation,
                           batch_size=config.batch_size, max_length=config.max_length, progress=False, prompt=PLAIN)
     wrapped = collect(loaded, [prompt.wrap(t) for t in texts], plain).layer(layer).float()
-    shipped, wrapped = reference.float()[kept], wrapped[kept]  # a truncated wrapped string lost its end
+    shipped = collect(loaded, list(texts), config).layer(layer).float()
+    shipped, wrapped = shipped[kept], wrapped[kept]  # a truncated wrapped string lost its end
     cosine = torch.nn.functional.cosine_similarity(shipped, wrapped, dim=-1)
     if not kept.any():
         return EdgeEffect(len(texts), sum(differ), len(texts), None, None)
