@@ -79,11 +79,12 @@ def smollm_layers(args: argparse.Namespace) -> list[int]:
 def export(alias: str, layer: int, target: Path) -> str:
     """Write the cut model to `target`; return how it was made."""
     try:
+        from layerpick.export.config import ExportConfig
         from layerpick.export.job import export_model
     except ImportError:
         export_model = None
     if export_model is not None:
-        export_model(alias, layer, target, overwrite=True, progress=False)
+        export_model(alias, layer, target, ExportConfig(overwrite=True, progress=False))
         return "layerpick.export.job.export_model"
     _export_here(alias, layer, target)
     return "built in this script (load_model + truncate_ + Transformer + Pooling): layerpick.export.job was missing"

@@ -25,6 +25,7 @@ def export_all(work: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
     from layerpick.core import registry
+    from layerpick.export.config import ExportConfig
     from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
 
     texts = list(DEFAULT_PARITY_TEXTS)
@@ -33,7 +34,7 @@ def export_all(work: Path) -> None:
     jobs += [(f"tiny-{family}", str(path), 2, False) for family, path in _tiny_sources(work)]
     for name, source, k, normalize in jobs:
         out = work / "exports" / name
-        export_model(source, k, out, normalize=normalize, overwrite=True, progress=False)
+        export_model(source, k, out, ExportConfig(normalize=normalize, overwrite=True, progress=False))
         embeddings = SentenceTransformer(str(out), device="cpu").encode(texts, batch_size=4)
         record = {"name": name, "layer": k, "texts": texts, "embeddings": embeddings.tolist()}
         (work / "reference" / f"{name}.json").write_text(json.dumps(record))

@@ -25,6 +25,7 @@ from scipy.stats import spearmanr
 from layerpick.core.collect import CollectConfig
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.rules import choose_layer, parse_rule
+from layerpick.validation.config import ValidateConfig
 from layerpick.validation.run import run_validation
 
 METRICS = ["prompt-entropy", "dataset-entropy", "dime", "infonce", "lidar", "curvature"]
@@ -106,8 +107,7 @@ def task_folders(data: Path, work: Path, max_rows: int | None, names: list[str] 
 def evaluate_model(model: str, folders: list[str], work: Path, limit: int | None, max_length: int) -> dict:
     select = run_select(model, config=SelectConfig(limit=limit, collect=CollectConfig(max_length=max_length)))
     (work / f"{_slug(model)}-select.json").write_text(json.dumps(select, indent=2))
-    validation = run_validation(model, folders, layers="all", output_dir=work / _slug(model),
-                                max_length=max_length, progress=True)
+    validation = run_validation(model, folders, ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=max_length, progress=True))
     return {"select": select, "validation": validation.data}
 
 

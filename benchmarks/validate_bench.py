@@ -32,7 +32,7 @@ import torch
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
 from layerpick.export.job import resolve_max_seq_length
-from layerpick.validation import run_validation
+from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.encoder import LayerEncoder, layer_model_meta
 from layerpick.validation.run import single_threaded_blas
 from layerpick.validation.tasks import resolve_tasks
@@ -56,8 +56,8 @@ def fidelity(args) -> str:
     runs = {}
     for normalize in (False, True):
         began = time.perf_counter()
-        result = run_validation("minilm-l6", folders, layers=[6], normalize=normalize, output_dir=args.work /
-                                f"fidelity-normalize-{normalize}", store_dir=args.store, progress=not args.quiet)
+        result = run_validation("minilm-l6", folders, ValidateConfig(layers=[6], normalize=normalize, output_dir=args.work /
+                                f"fidelity-normalize-{normalize}", store_dir=args.store, progress=not args.quiet))
         runs[normalize] = (result.data, time.perf_counter() - began)
     lines = ["| task | published | layerpick (raw vectors) | diff | layerpick (unit vectors) | diff | asked | holds |",
              "|---|---|---|---|---|---|---|---|"]
@@ -129,16 +129,14 @@ def _warm_up(args, folders: dict) -> None:
     shutil.rmtree(sts.parent, ignore_errors=True)
     rows = _rows(Path(folders["tasks"][0]) / "test.jsonl")
     _write(sts / "test.jsonl", range(min(4, len(rows))), rows)
-    run_validation(args.model, [str(sts)], layers=[0, 1], output_dir=sts.parent / "out", store_dir=sts.parent / "store",
-                   batch_size=args.batch_size, progress=False)
+    run_validation(args.model, [str(sts)], ValidateConfig(layers=[0, 1], output_dir=sts.parent / "out", store_dir=sts.parent / "store", batch_size=args.batch_size, progress=False))
 
 
 def _timed_run(args, folders: dict, *, layers, tag: str) -> dict:
     store = args.work / f"store-{tag}"
     shutil.rmtree(store, ignore_errors=True)
     wall, cpu = time.perf_counter(), _cpu_s()
-    result = run_validation(args.model, folders["tasks"], layers=layers, output_dir=args.work / f"out-{tag}",
-                            store_dir=store, batch_size=args.batch_size, progress=not args.quiet)
+    result = run_validation(args.model, folders["tasks"], ValidateConfig(layers=layers, output_dir=args.work / f"out-{tag}", store_dir=store, batch_size=args.batch_size, progress=not args.quiet))
     data = result.data
     return {"wall_s": time.perf_counter() - wall, "cpu_s": _cpu_s() - cpu, "collect_s": data["timings"]["collect_s"],
             "evaluate_s": data["timings"]["evaluate_s"], "texts": data["texts_encoded"],

@@ -7,6 +7,8 @@ import sys
 from typing import Annotated
 
 import typer
+
+from layerpick import __version__
 from layerpick.cli import (
     bench_cmd,
     collect_cmd,
@@ -19,8 +21,6 @@ from layerpick.cli import (
     serve_cmd,
     validate_cmd,
 )
-
-from layerpick import __version__
 
 app = typer.Typer(
     name="layerpick",

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
 from layerpick.bench.config import BenchConfig
 from layerpick.bench.run import BenchResult, run_bench
+from layerpick.cli import options as opt
 
 
 def bench(

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
+from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.collect_job import collect_layers
 from layerpick.core.models import LoadOptions

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from layerpick._util.formatting import MISSING
 from layerpick.compare.run import Comparison, compare_reports
 
 REPORTS_HELP = (
@@ -78,7 +79,7 @@ def _render(result: Comparison) -> None:
 
 
 def _layer(layer, num_layers: int) -> str:
-    return "–" if layer is None else f"{layer} ({layer / num_layers:.2f})"
+    return MISSING if layer is None else f"{layer} ({layer / num_layers:.2f})"
 
 
 def _fixed(value) -> str:

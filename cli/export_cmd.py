@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 
+from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import ExportResult, export_model
 
 
@@ -36,18 +37,10 @@ def export(
 
     Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12
     """
-    result = export_model(
-        model or _model_from_report(report) or registry.DEFAULT_MODEL,
-        layer,
-        output,
-        load_options=load,
-        pooling=pooling,
-        normalize=normalize,
-        max_seq_length=max_seq_length,
-        report=report,
-        overwrite=overwrite,
-        progress=not quiet,
-    )
+    config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
+                          overwrite=overwrite, progress=not quiet)
+    result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
+                          load_options=load)
     _render(result)
 
 

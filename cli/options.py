@@ -9,7 +9,11 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
+from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
+from layerpick.selection.job import ALL_METRICS, SelectConfig
+from layerpick.selection.rules import DEFAULT_RULE
+from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
 ModelArg = Annotated[
     Optional[str],
@@ -84,6 +88,50 @@ def with_load_options(command: Callable) -> Callable:
 
     wrapper.__signature__ = signature.replace(parameters=[*own, *added])
     return wrapper
+
+
+SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
+    "calibration": (Calibration, None),
+    "field": (Field, None),
+    "limit": (Limit, None),
+    "metrics": (Metrics, ALL_METRICS),
+    "rule": (Rule, DEFAULT_RULE),
+    "tolerance": (Tolerance, 0.0),
+    "include_layer0": (IncludeLayer0, False),
+    "representation": (Representation, "exported"),
+    "pooling": (Pooling, None),
+    "batch_size": (BatchSize, 16),
+    "max_length": (MaxLength, 512),
+    "views": (Views, DEFAULT_VIEWS),
+    "alpha": (Alpha, 1.0),
+    "seed": (Seed, 0),
+}
+
+
+def with_select_options(command: Callable) -> Callable:
+    """Give a command the scoring and selection options (after its own); it receives them as one
+    `selection: SelectConfig` (progress bars follow the command's own `quiet`)."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [parameter for parameter in signature.parameters.values() if parameter.name != "selection"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+             for name, (annotation, default) in SELECT_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        values = {name: kwargs.pop(name) for name in SELECT_OPTIONS}
+        return command(**kwargs, selection=select_config(values, progress=not kwargs.get("quiet", False)))
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
+    return wrapper
+
+
+def select_config(values: dict, progress: bool) -> SelectConfig:
+    collect = CollectConfig(values["pooling"], values["representation"], values["batch_size"], values["max_length"],
+                            progress=progress)
+    return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
+                        metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
+                        include_layer0=values["include_layer0"], collect=collect,
+                        scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
 
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:

@@ -7,22 +7,21 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 
+from layerpick._util.formatting import number
 from layerpick.bench.run import BenchConfig
+from layerpick.cli import options as opt
 from layerpick.core import registry
-from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.selection.job import ALL_METRICS, SelectConfig, default_output
-from layerpick.selection.rules import DEFAULT_RULE
-from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.selection.job import SelectConfig, default_output
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, RunResult, run_workflow, speedup_summary
 
 
 @opt.with_load_options
+@opt.with_select_options
 def run(
     model: opt.ModelArg = None,
     tasks: Annotated[Optional[list[str]], typer.Option(
@@ -37,20 +36,6 @@ def run(
         help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.")]
     = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = False,
-    calibration: opt.Calibration = None,
-    field: opt.Field = None,
-    limit: opt.Limit = None,
-    metrics: opt.Metrics = ALL_METRICS,
-    rule: opt.Rule = DEFAULT_RULE,
-    tolerance: opt.Tolerance = 0.0,
-    include_layer0: opt.IncludeLayer0 = False,
-    representation: opt.Representation = "exported",
-    pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 16,
-    max_length: opt.MaxLength = 512,
-    views: opt.Views = DEFAULT_VIEWS,
-    alpha: opt.Alpha = 1.0,
-    seed: opt.Seed = 0,
     normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
     = True,
@@ -62,6 +47,7 @@ def run(
     threads: opt.Threads = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a summary object (JSON) on stdout only.")] = False,
     quiet: opt.Quiet = False,
+    selection: SelectConfig = SelectConfig(),
     load: LoadOptions = LoadOptions(),
 ) -> None:
     """Select a layer, validate it, export it and bench it, into one folder with one report (report.html).
@@ -72,15 +58,11 @@ def run(
     from layerpick.validation import split_items  # mteb-free until a command runs
 
     items = tuple(item for value in tasks or [] for item in split_items(value))
-    select = SelectConfig(
-        calibration=calibration, field=field, limit=limit, metrics=metrics, rule=rule, tolerance=tolerance,
-        include_layer0=include_layer0,
-        collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
-        scoring=ScoringConfig(alpha=alpha, views=views, seed=seed))
-    bench_config = BenchConfig(batch_sizes=opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes"), texts=bench_texts, repeats=bench_repeats,
-                               device=load.device, memory=bench_memory, threads=threads) if bench else None
+    sizes = opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes")
+    bench_config = BenchConfig(batch_sizes=sizes, texts=bench_texts, repeats=bench_repeats, device=load.device,
+                               memory=bench_memory, threads=threads) if bench else None
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
-                       bench=bench_config, select=select, force=force)
+                       bench=bench_config, select=selection, force=force)
     target = output or default_output(name) / "run"
     result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
     files = write_run_report(result)
@@ -98,9 +80,9 @@ def summary(result: RunResult, files: list[Path]) -> dict:
     comparison = (result.validation or {}).get("comparison")
     return {
         "model": result.model,
-        "num_layers": result.select["num_layers"],
-        "selected_layer": result.select["selected_layer"],
-        "rule": result.select["rule"],
+        "num_layers": result.select.num_layers,
+        "selected_layer": result.select.selected_layer,
+        "rule": result.select.rule,
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
@@ -123,7 +105,7 @@ def _announcer(quiet: bool):
 def _render(result: RunResult, files: list[Path]) -> None:
     console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
     select = result.select
-    console.print(f"[bold]layer {select['selected_layer']} of {select['num_layers']}[/bold] ({select['rule']})")
+    console.print(f"[bold]layer {select.selected_layer} of {select.num_layers}[/bold] ({select.rule})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
@@ -136,4 +118,4 @@ def _render(result: RunResult, files: list[Path]) -> None:
 
 
 def _number(value) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return number(value, ".2f")

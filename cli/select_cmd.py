@@ -3,80 +3,60 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
+from layerpick._util.formatting import number
+from layerpick.cli import options as opt
 from layerpick.core import registry
-from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
-from layerpick.selection.job import ALL_METRICS, SelectConfig, select_and_write
+from layerpick.selection.job import SelectConfig, select_and_write
 from layerpick.selection.report import ARROWS
-from layerpick.selection.rules import DEFAULT_RULE
-from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.selection.result import SelectReport
 
 
 @opt.with_load_options
+@opt.with_select_options
 def select(
     model: opt.ModelArg = None,
-    calibration: opt.Calibration = None,
-    field: opt.Field = None,
-    limit: opt.Limit = None,
-    metrics: opt.Metrics = ALL_METRICS,
-    rule: opt.Rule = DEFAULT_RULE,
-    tolerance: opt.Tolerance = 0.0,
-    include_layer0: opt.IncludeLayer0 = False,
-    representation: opt.Representation = "exported",
-    pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 16,
-    max_length: opt.MaxLength = 512,
-    views: opt.Views = DEFAULT_VIEWS,
-    alpha: opt.Alpha = 1.0,
-    seed: opt.Seed = 0,
     output: opt.Output = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print report.json on stdout and nothing else.")] = False,
     quiet: opt.Quiet = False,
+    selection: SelectConfig = SelectConfig(),
     load: LoadOptions = LoadOptions(),
 ) -> None:
     """Score every layer with unsupervised metrics in one forward pass (plus augmented views) and pick one.
 
     Example: layerpick select smollm2-135m --limit 256 --output layerpick-out/smollm2
     """
-    config = SelectConfig(
-        calibration=calibration, field=field, limit=limit, metrics=metrics, rule=rule, tolerance=tolerance,
-        include_layer0=include_layer0,
-        collect=CollectConfig(pooling, representation, batch_size, max_length, progress=not quiet),
-        scoring=ScoringConfig(alpha=alpha, views=views, seed=seed),
-    )
-    report, written = select_and_write(model or registry.DEFAULT_MODEL, load, config, output)
+    report, written = select_and_write(model or registry.DEFAULT_MODEL, load, selection, output)
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(json.dumps(report.to_json(), indent=2))
         return
     _render(report, written)
 
 
-def _render(report: dict, written) -> None:
+def _render(report: SelectReport, written) -> None:
     console = Console()
-    names = list(report["scores"])
-    table = Table(title=f"{report['model']}: {report['num_layers']} layers, {report['representation']} "
-                        f"representation, {report['pooling']} pooling")
+    names = list(report.scores)
+    table = Table(title=f"{report.model}: {report.num_layers} layers, {report.representation} "
+                        f"representation, {report.pooling} pooling")
     table.add_column("layer", justify="right")
     for name in names:
-        table.add_column(f"{name} {ARROWS[report['directions'][name]]}", justify="right", min_width=len(name) + 2)
-    for k in range(report["num_layers"] + 1):
-        chosen = k == report["selected_layer"]
-        cells = [_cell(report["scores"][n][k]) for n in names]
+        table.add_column(f"{name} {ARROWS[report.directions[name]]}", justify="right", min_width=len(name) + 2)
+    for k in range(report.num_layers + 1):
+        chosen = k == report.selected_layer
+        cells = [_cell(report.scores[n][k]) for n in names]
         table.add_row(f"{k} ◀" if chosen else str(k), *cells, style="bold green" if chosen else None)
     console.print(table)
-    console.print(f"selected: [bold]{report['choice']}[/bold]")
-    for note in report["notes"]:
+    console.print(f"selected: [bold]{report.choice}[/bold]")
+    for note in report.notes:
         console.print(f"note: {note}")
     console.print("wrote " + ", ".join(str(p) for p in written))
 
 
 def _cell(value) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value:.4f}"
+    return number(value)

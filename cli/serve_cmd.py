@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 
+from layerpick.cli import options as opt
 from layerpick.serve.config import ServeConfig
 from layerpick.serve.server import EmbeddingServer
 from layerpick.serve.server import serve as run_server

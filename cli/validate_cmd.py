@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from layerpick.cli import options as opt
 from rich.console import Console
 from rich.table import Table
 
 from layerpick import validation
+from layerpick._util.formatting import number
+from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 
@@ -74,13 +75,12 @@ def validate(
         for folder in validation.materialize_tasks(items, materialize):
             typer.echo(f"wrote {folder}")
         return
-    result = validation.run_validation(
-        None if exported and model is None else (model or registry.DEFAULT_MODEL), items,
-        layers=layers, report=report, output_dir=output,
-        load_options=load,
-        pooling=pooling, representation=representation, batch_size=batch_size, max_length=max_length,
-        normalize=normalize, exported_dir=exported, store_dir=store, task_data=task_data or (), progress=not quiet,
-    )
+    config = validation.ValidateConfig(
+        layers=layers, report=report, output_dir=output, pooling=pooling, representation=representation,
+        batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
+        task_data=task_data or (), progress=not quiet)
+    source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
+    result = validation.run_validation(source, items, config, load_options=load)
     if as_json:
         typer.echo(json.dumps(result.data, indent=2))
     else:
@@ -146,7 +146,7 @@ def _render_failures(result: "validation.ValidationReport") -> None:
 
 
 def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return number(value)
 
 
 def _quiet_mteb_logging() -> None:

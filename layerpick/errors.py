@@ -26,3 +26,7 @@ class LayerRangeError(LayerpickError):
 
 class NonFiniteStatesError(LayerpickError):
     """NaN or inf values in a layer's representation (for example fp16 overflow)."""
+
+
+class ReportFormatError(LayerpickError):
+    """A report file (select report.json, validation.json) that is missing, unreadable or lacks keys."""

@@ -62,7 +62,7 @@ def test_missing_file_and_bad_limit(tmp_path):
 def test_bad_json_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"text": "a"}\n{oops\n')
-    with pytest.raises(CalibrationError, match=":2: invalid JSON"):
+    with pytest.raises(CalibrationError, match=":2: not valid JSON"):
         load_calibration(path)
 
 

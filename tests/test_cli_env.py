@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from layerpick.cli.app import app
 from validation.helpers import sts_folder
 
-from layerpick.validation import run_validation
+from layerpick.cli.app import app
+from layerpick.validation import ValidateConfig, run_validation
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {
@@ -53,8 +53,7 @@ def test_variables_reach_the_command(tiny_dirs, tmp_path):
 
 def test_mteb_cache_holds_the_per_layer_results(tiny_dirs, tmp_path, monkeypatch):
     monkeypatch.setenv("MTEB_CACHE", str(tmp_path / "mteb-cache"))
-    result = run_validation(str(tiny_dirs("llama")), [str(sts_folder(tmp_path))], layers="1,4",
-                            output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False)
+    result = run_validation(str(tiny_dirs("llama")), [str(sts_folder(tmp_path))], ValidateConfig(layers="1,4", output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False))
     results = Path(result.data["results_dir"])
     assert results == tmp_path / "mteb-cache" / "results"
     assert sorted(p.name for p in results.iterdir()) == [

@@ -26,6 +26,7 @@ from layerpick.errors import (
     LayerRangeError,
     UnsupportedArchitectureError,
 )
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import ExportError, ParityError, export_model
 from layerpick.export.model_card import (
     ExportFacts,
@@ -94,7 +95,7 @@ def leftovers(parent: Path) -> list[str]:
 def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_path):
     source = tiny_dir(family)
     out = tmp_path / "out"
-    result = export_model(str(source), k, out, progress=False)
+    result = export_model(str(source), k, out, ExportConfig(progress=False))
     assert (result.layer, result.num_layers, result.pooling) == (k, LAYERS, "mean")
     torch.testing.assert_close(encode(out), reference(source, k, max_length=result.max_seq_length),
                                rtol=1e-4, atol=1e-5)
@@ -113,7 +114,7 @@ def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_pa
 @pytest.mark.parametrize(("family", "pooling"), [("llama", "lasttoken"), ("qwen3", "lasttoken"), ("bert", "cls")])
 def test_other_poolings(family, pooling, tiny_dir, tmp_path):
     source = tiny_dir(family)
-    result = export_model(str(source), 2, tmp_path / "out", pooling=pooling, progress=False)
+    result = export_model(str(source), 2, tmp_path / "out", ExportConfig(pooling=pooling, progress=False))
     flags = json.loads((tmp_path / "out" / "1_Pooling" / "config.json").read_text())
     assert flags[POOLING_FLAGS[pooling]] and sum(flags[f] for f in POOLING_FLAGS.values()) == 1
     torch.testing.assert_close(encode(tmp_path / "out"), reference(source, 2, pooling, max_length=result.max_seq_length),
@@ -122,7 +123,7 @@ def test_other_poolings(family, pooling, tiny_dir, tmp_path):
 
 def test_normalize_adds_the_module_and_unit_vectors(tiny_dir, tmp_path):
     source = tiny_dir("gpt2")
-    result = export_model(str(source), 2, tmp_path / "out", normalize=True, progress=False)
+    result = export_model(str(source), 2, tmp_path / "out", ExportConfig(normalize=True, progress=False))
     embeddings = encode(tmp_path / "out")
     torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(len(TEXTS)))
     torch.testing.assert_close(embeddings, reference(source, 2, normalize=True, max_length=result.max_seq_length),
@@ -133,7 +134,7 @@ def test_normalize_adds_the_module_and_unit_vectors(tiny_dir, tmp_path):
 
 def test_saved_files_have_every_legacy_key(tiny_dir, tmp_path):
     out = tmp_path / "out"
-    export_model(str(tiny_dir("llama")), 2, out, max_seq_length=64, progress=False)
+    export_model(str(tiny_dir("llama")), 2, out, ExportConfig(max_seq_length=64, progress=False))
     modules = json.loads((out / "modules.json").read_text())
     assert [m["type"] for m in modules] == ["sentence_transformers.models.Transformer",
                                             "sentence_transformers.models.Pooling"]
@@ -161,7 +162,7 @@ def test_saved_files_have_every_legacy_key(tiny_dir, tmp_path):
 
 def test_layout_problems_names_what_is_missing(tiny_dir, tmp_path):
     out = tmp_path / "out"
-    export_model(str(tiny_dir("llama")), 2, out, progress=False)
+    export_model(str(tiny_dir("llama")), 2, out, ExportConfig(progress=False))
     pooling = out / "1_Pooling" / "config.json"
     config = json.loads(pooling.read_text())
     del config["pooling_mode_lasttoken"]
@@ -177,7 +178,7 @@ def test_chat_template_is_removed(tiny_dir, tmp_path):
     source = tiny_dir("llama", chat_template=template)
     assert load_model(str(source)).tokenizer.chat_template
     out = tmp_path / "out"
-    result = export_model(str(source), 2, out, progress=False)
+    result = export_model(str(source), 2, out, ExportConfig(progress=False))
     assert not list(out.glob("chat_template*"))
     assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
     model = SentenceTransformer(str(out), device="cpu")
@@ -188,14 +189,14 @@ def test_chat_template_is_removed(tiny_dir, tmp_path):
 
 def test_missing_pad_token_becomes_eos(tiny_dir, tmp_path):
     out = tmp_path / "out"
-    export_model(str(tiny_dir("gpt2", drop_pad=True)), 2, out, progress=False)
+    export_model(str(tiny_dir("gpt2", drop_pad=True)), 2, out, ExportConfig(progress=False))
     assert json.loads((out / "tokenizer_config.json").read_text())["pad_token"] == "</s>"
 
 
 def test_metadata_and_card(tiny_dir, tmp_path):
     source = tiny_dir("qwen2")
     out = tmp_path / "out"
-    export_model(str(source), 3, out, progress=False)
+    export_model(str(source), 3, out, ExportConfig(progress=False))
     meta = json.loads((out / "layerpick.json").read_text())
     assert (meta["layer"], meta["num_layers"], meta["pooling"], meta["representation"]) == (3, 4, "mean", "exported")
     assert meta["source"]["model"] == str(source) and meta["selection"] == {"method": "manual"}
@@ -223,7 +224,7 @@ def test_report_gives_layer_pooling_and_representation(tiny_dir, tmp_path):
     report = tmp_path / "report.json"
     report.write_text(json.dumps(make_report(source)))
     out = tmp_path / "out"
-    result = export_model(str(source), None, out, report=report, progress=False)
+    result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert (result.layer, result.pooling) == (2, "lasttoken")
     torch.testing.assert_close(encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length),
                                rtol=1e-4, atol=1e-5)
@@ -240,7 +241,7 @@ def test_report_for_another_model_is_refused(change, tiny_dir, tmp_path):
     report = tmp_path / "report.json"
     report.write_text(json.dumps(make_report(source, **change)))
     with pytest.raises(ExportError, match="report .* is for"):
-        export_model(str(source), None, tmp_path / "out", report=report, progress=False)
+        export_model(str(source), None, tmp_path / "out", ExportConfig(report=report, progress=False))
     assert leftovers(tmp_path) == ["report.json"]
 
 
@@ -249,47 +250,47 @@ def test_report_pooling_conflict_and_bad_reports(tiny_dir, tmp_path):
     report = tmp_path / "report.json"
     report.write_text(json.dumps(make_report(source)))
     with pytest.raises(ExportError, match="contradicts the report"):
-        export_model(str(source), None, tmp_path / "out", report=report, pooling="mean", progress=False)
+        export_model(str(source), None, tmp_path / "out", ExportConfig(report=report, pooling="mean", progress=False))
     report.write_text(json.dumps({"model": str(source)}))
     with pytest.raises(ExportError, match="missing num_layers"):
-        export_model(str(source), None, tmp_path / "out", report=report, progress=False)
+        export_model(str(source), None, tmp_path / "out", ExportConfig(report=report, progress=False))
     with pytest.raises(ExportError, match="report not found"):
-        export_model(str(source), None, tmp_path / "out", report=tmp_path / "nope.json", progress=False)
+        export_model(str(source), None, tmp_path / "out", ExportConfig(report=tmp_path / "nope.json", progress=False))
 
 
 @pytest.mark.parametrize("k", [0, -1, LAYERS + 1])
 def test_layer_out_of_range(k, tiny_dir, tmp_path):
     with pytest.raises(LayerRangeError, match="out of range"):
-        export_model(str(tiny_dir("llama")), k, tmp_path / "out", progress=False)
+        export_model(str(tiny_dir("llama")), k, tmp_path / "out", ExportConfig(progress=False))
     assert leftovers(tmp_path) == []
 
 
 def test_layer_range_message_states_the_range(tiny_dir, tmp_path):
     with pytest.raises(LayerRangeError, match=r"layers 1\.\.4"):
-        export_model(str(tiny_dir("llama")), 5, tmp_path / "out", progress=False)
+        export_model(str(tiny_dir("llama")), 5, tmp_path / "out", ExportConfig(progress=False))
 
 
 def test_exactly_one_of_layer_and_report(tiny_dir, tmp_path):
     with pytest.raises(ExportError, match="exactly one"):
-        export_model(str(tiny_dir("llama")), None, tmp_path / "out", progress=False)
+        export_model(str(tiny_dir("llama")), None, tmp_path / "out", ExportConfig(progress=False))
     with pytest.raises(ExportError, match="exactly one"):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", report=tmp_path / "r.json", progress=False)
+        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(report=tmp_path / "r.json", progress=False))
 
 
 def test_raw_representation(tiny_dir, tmp_path):
     with pytest.raises(ExportError, match="'raw' cannot be exported"):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", representation="raw", progress=False)
+        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(representation="raw", progress=False))
     assert leftovers(tmp_path) == []
-    export_model(str(tiny_dir("bert")), 2, tmp_path / "out", representation="raw", progress=False)  # raw == exported
+    export_model(str(tiny_dir("bert")), 2, tmp_path / "out", ExportConfig(representation="raw", progress=False))  # raw == exported
 
 
 def test_existing_output_needs_overwrite(tiny_dir, tmp_path):
     source, out = tiny_dir("llama"), tmp_path / "out"
-    export_model(str(source), 1, out, progress=False)
+    export_model(str(source), 1, out, ExportConfig(progress=False))
     with pytest.raises(OutputExistsError, match="already exists"):
-        export_model(str(source), 2, out, progress=False)
+        export_model(str(source), 2, out, ExportConfig(progress=False))
     assert json.loads((out / "layerpick.json").read_text())["layer"] == 1
-    export_model(str(source), 2, out, overwrite=True, progress=False)
+    export_model(str(source), 2, out, ExportConfig(overwrite=True, progress=False))
     assert json.loads((out / "layerpick.json").read_text())["layer"] == 2
     assert leftovers(tmp_path) == ["out"]
 
@@ -299,7 +300,7 @@ def test_overwrite_refuses_a_foreign_directory(tiny_dir, tmp_path):
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
     with pytest.raises(OutputExistsError, match="not a layerpick export"):
-        export_model(str(tiny_dir("llama")), 2, foreign, overwrite=True, progress=False)
+        export_model(str(tiny_dir("llama")), 2, foreign, ExportConfig(overwrite=True, progress=False))
     assert (foreign / "notes.txt").read_text() == "keep me"
 
 
@@ -312,7 +313,7 @@ def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(st_format, "rewrite_legacy", broken)
     out = tmp_path / "new" / "nested" / "out"
     with pytest.raises(RuntimeError, match="injected"):
-        export_model(str(tiny_dir("llama")), 2, out, progress=False)
+        export_model(str(tiny_dir("llama")), 2, out, ExportConfig(progress=False))
     assert leftovers(tmp_path) == []  # no target, no temporary directory, no parents created for it
 
 
@@ -322,7 +323,7 @@ def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
     real = export._reference
     monkeypatch.setattr(export, "_reference", lambda *a, **k: real(*a, **k) + 1e-3)
     with pytest.raises(ParityError, match="parity failed"):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", progress=False)
+        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(progress=False))
     assert leftovers(tmp_path) == []
 
 
@@ -330,10 +331,10 @@ def test_overwrite_keeps_the_old_export_when_the_new_one_fails(tiny_dir, tmp_pat
     import layerpick.export.job as export
 
     source, out = tiny_dir("llama"), tmp_path / "out"
-    export_model(str(source), 1, out, progress=False)
+    export_model(str(source), 1, out, ExportConfig(progress=False))
     monkeypatch.setattr(export, "_reference", lambda *a, **k: torch.zeros(len(export.DEFAULT_PARITY_TEXTS), 32) + 5)
     with pytest.raises(ParityError):
-        export_model(str(source), 2, out, overwrite=True, progress=False)
+        export_model(str(source), 2, out, ExportConfig(overwrite=True, progress=False))
     assert json.loads((out / "layerpick.json").read_text())["layer"] == 1
     assert leftovers(tmp_path) == ["out"]
 
@@ -473,7 +474,7 @@ def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path)
     from tokenizers import Tokenizer
 
     source, out = tiny_dir(family), tmp_path / "out"
-    result = export_model(str(source), 2, out, prompt="eol", progress=False)
+    result = export_model(str(source), 2, out, ExportConfig(prompt="eol", progress=False))
     assert result.pooling == "lasttoken"
     torch.testing.assert_close(encode(out), prompted_reference(source, 2, "eol", max_length=result.max_seq_length),
                                rtol=1e-4, atol=1e-5)
@@ -491,8 +492,8 @@ def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path)
 def test_prompted_export_keeps_the_suffix_of_a_truncated_text(tiny_dir, tmp_path):
     source, out = tiny_dir("llama"), tmp_path / "out"
     long_texts = [" ".join(TEXTS) * 3, TEXTS[0]]
-    result = export_model(str(source), 3, out, prompt="Represent <{text}> now:", max_seq_length=40,
-                          parity_texts=long_texts, progress=False)
+    result = export_model(str(source), 3, out, ExportConfig(prompt="Represent <{text}> now:", max_seq_length=40,
+                                                            parity_texts=long_texts, progress=False))
     model = SentenceTransformer(str(out), device="cpu")
     ids = model.tokenize(long_texts[:1])["input_ids"][0].tolist()
     suffix = tf.AutoTokenizer.from_pretrained(out).convert_ids_to_tokens(ids[-4:])
@@ -509,13 +510,13 @@ def test_prompted_export_mean_pooling_and_report(tiny_dir, tmp_path):
     report.write_text(json.dumps(make_report(source, pooling="mean", prompt={"name": "sum", "template":
                                                                            'This sentence : "{text}" can be summarized as'})))
     out = tmp_path / "out"
-    result = export_model(str(source), None, out, report=report, progress=False)
+    result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert result.pooling == "mean"
     torch.testing.assert_close(encode(out), prompted_reference(source, 2, "sum", "mean", result.max_seq_length),
                                rtol=1e-4, atol=1e-5)
     assert json.loads((out / "layerpick.json").read_text())["prompt"]["name"] == "sum"
     with pytest.raises(ExportError, match="--prompt eol contradicts the report"):
-        export_model(str(source), None, tmp_path / "o2", report=report, prompt="eol", progress=False)
+        export_model(str(source), None, tmp_path / "o2", ExportConfig(report=report, prompt="eol", progress=False))
 
 
 @pytest.mark.parametrize(("prompt", "length", "message"), [
@@ -527,6 +528,6 @@ def test_prompted_export_bad_input_leaves_nothing(prompt, length, message, tiny_
     from layerpick.core.prompts import PromptError
 
     with pytest.raises(PromptError, match=message):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", prompt=prompt, max_seq_length=length,
-                     progress=False)
+        export_model(str(tiny_dir("llama")), 2, tmp_path / "out",
+                     ExportConfig(prompt=prompt, max_seq_length=length, progress=False))
     assert leftovers(tmp_path) == []

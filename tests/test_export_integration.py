@@ -13,6 +13,7 @@ from sentence_transformers import SentenceTransformer
 from layerpick.core import registry
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
 from layerpick.export.st_layout import layout_problems
 
@@ -49,7 +50,7 @@ def test_real_model_export_reproduces_layer_k(alias, k, full_layers, tmp_path):
     needs(alias)
     states, blocks_path = full_layers(alias)
     out = tmp_path / f"{alias}-l{k}"
-    result = export_model(alias, k, out, progress=False)
+    result = export_model(alias, k, out, ExportConfig(progress=False))
     assert (result.layer, result.num_layers) == (k, registry.ENTRIES[alias].num_layers)
     encoder = SentenceTransformer(str(out), device="cpu")
     assert "message" not in encoder[0].modality_config  # no chat template wraps the texts

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import typer
 from conftest import SHARED_DATA
+
 from layerpick.cli.app import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"

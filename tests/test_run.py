@@ -154,9 +154,9 @@ def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
 def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, monkeypatch):
     import shlex
 
-    from layerpick.cli.app import app
     from typer.testing import CliRunner
 
+    from layerpick.cli.app import app
     from layerpick.workflow.commands import reproduce_commands
     from layerpick.workflow.run import input_facts, stage_keys
 

@@ -386,8 +386,9 @@ def test_threads_sets_torchs_intra_op_threads_for_the_worker(tmp_path):
 
 
 def test_cli_help_shows_an_example_and_the_options():
-    from layerpick.cli.app import app
     from typer.testing import CliRunner
+
+    from layerpick.cli.app import app
 
     runner = CliRunner()
     shown = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})

@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+from layerpick._util.filenames import METADATA_FILE
 from layerpick.bench.config import BenchError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -99,7 +100,7 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
         stale.unlink(missing_ok=True)
     shutil.copyfile(full / "config.json", module_dir / "config.json")
     _link_weights(full, module_dir)
-    (target / "layerpick.json").unlink(missing_ok=True)
+    (target / METADATA_FILE).unlink(missing_ok=True)
     return target
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from layerpick._util.filenames import REPORT_FILE, VALIDATION_FILE
 from layerpick.compare.read import (
     CompareError,
     ReportNotFoundError,
@@ -21,12 +22,12 @@ from layerpick.compare.read import (
     read_source,
 )
 
-REPORT_NAME = "report.json"
-VALIDATION_NAME = "validation.json"
+REPORT_NAME = REPORT_FILE
+VALIDATION_NAME = VALIDATION_FILE
 # Where a model folder keeps its files: `layerpick select`/`validate` defaults (layerpick-out/<model>/report.json,
 # layerpick-out/<model>/validation/validation.json) and `layerpick run` (DIR/select/, DIR/validate/).
-LAYOUT = ("report.json", "select/report.json", "validation.json", "validation/validation.json",
-          "validate/validation.json")
+LAYOUT = (REPORT_FILE, f"select/{REPORT_FILE}", VALIDATION_FILE, f"validation/{VALIDATION_FILE}",
+          f"validate/{VALIDATION_FILE}")
 SUBFOLDERS = {"select": REPORT_NAME, "validation": VALIDATION_NAME, "validate": VALIDATION_NAME}
 
 

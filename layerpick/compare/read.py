@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from layerpick.errors import LayerpickError
+from layerpick.selection.result import REQUIRED_KEYS
 
-SELECT_KEYS = ("model", "num_layers", "rule", "selected_layer", "scores")
+SELECT_KEYS = REQUIRED_KEYS
 VALIDATION_KEYS = ("model", "num_layers", "tasks", "mean_by_layer")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from layerpick._util.formatting import number
 from layerpick._util.versions import library_versions
 from layerpick.compare.inputs import Entry
 from layerpick.compare.output import MEAN_PLOT, plot_name
@@ -138,13 +139,13 @@ def _md(text: str) -> str:
 
 
 def _int(value: int | None) -> str:
-    return "–" if value is None else str(value)
+    return number(value, "d")
 
 
 def _depth_cell(value: float | None) -> str:
     """A relative depth, two decimals."""
-    return "–" if value is None else f"{value:.2f}"
+    return number(value, ".2f")
 
 
 def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.4f}"
+    return number(value, "+.4f")

@@ -8,12 +8,12 @@ test split, or its corpus and queries for retrieval).
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from layerpick._util.jsonl import JsonlError, read_objects
 from layerpick.errors import CalibrationError
 
 EMBEDDED = "embedded"
@@ -87,18 +87,10 @@ def _read_text(path: Path) -> str:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise CalibrationError(f"{path}:{number}: invalid JSON ({error.msg})") from None
-        if not isinstance(row, dict):
-            raise CalibrationError(f"{path}:{number}: expected a JSON object")
-        rows.append(row)
-    return rows
+    try:
+        return [row for _, row in read_objects(path)]
+    except JsonlError as error:
+        raise CalibrationError(str(error)) from None
 
 
 def _read_jsonl_field(path: Path, field: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import torch
 
@@ -26,16 +26,11 @@ from layerpick.core.pooling import check_pooling, pool
 from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError, NonFiniteStatesError
+from layerpick.metrics.token_observers import TokenObserver
 
 logger = logging.getLogger(__name__)
 
 REPRESENTATIONS = ("exported", "raw")
-
-
-class TokenObserver(Protocol):
-    """Sees every layer's token states of every batch: states (B, T, D) float32, mask (B, T) bool."""
-
-    def observe(self, layer: int, states: torch.Tensor, mask: torch.Tensor) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
 accepts; `model_card` the documents beside the weights (layerpick.json, README.md); `load` reads an export back.
 """
 
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import ExportError, ExportResult, ParityError, export_model
 
-__all__ = ["ExportError", "ExportResult", "ParityError", "export_model"]
+__all__ = ["ExportConfig", "ExportError", "ExportResult", "ParityError", "export_model"]

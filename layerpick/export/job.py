@@ -10,6 +10,7 @@ export that fails it leaves nothing behind. The file format and the atomic outpu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling, parse_prompt, prompt_from_json
-from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.export import model_card, prompted, st_layout
+from layerpick.export.config import ExportConfig
+from layerpick.selection.result import SelectReport, read_select_report
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +46,8 @@ DEFAULT_PARITY_TEXTS = (
     "Où est la gare ? Ich weiß es nicht.",
     "def add(a, b):\n    return a + b",
 )
-REPORT_KEYS = ("model", "num_layers", "selected_layer", "pooling", "representation", "rule", "scores")
+# Beyond the keys every select report has, an export needs to know how the layer was pooled.
+EXPORT_KEYS = ("pooling",)
 
 
 class ExportError(LayerpickError):
@@ -61,7 +65,7 @@ class ExportPlan:
     layer: int
     pooling: str | None
     representation: str
-    report: dict[str, Any] | None = None
+    report: SelectReport | None = None
     report_path: str | None = None
     prompt: Prompt = PLAIN
 
@@ -82,58 +86,54 @@ class ExportResult:
     weights_bytes: int
     notes: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
 
-def export_model(
-    model: str,
-    layer: int | None,
-    output: Path,
-    *,
-    load_options: LoadOptions = LoadOptions(),
-    pooling: str | None = None,
-    representation: str = "exported",
-    normalize: bool = False,
-    max_seq_length: int | None = None,
-    report: Path | None = None,
-    overwrite: bool = False,
-    parity_texts: Sequence[str] | None = None,
-    progress: bool = True,
-    prompt: str | Prompt | None = None,
-) -> ExportResult:
-    """Cut `model` after layer K (given, or from a select `report`) and save it as a sentence-transformers
-    directory at `output`, after proving it reproduces layer K of the full model on `parity_texts`.
-    With a prompt template (given, or the report's) the saved tokenizer wraps every text in it by itself."""
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExportResult:
+        return cls(**{**data, "output": Path(data["output"]), "notes": tuple(data.get("notes", ()))})
+
+
+def export_model(model: str, layer: int | None, output: Path, config: ExportConfig = ExportConfig(), *,
+                 load_options: LoadOptions = LoadOptions()) -> ExportResult:
+    """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
+    sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
+    parity texts. With a prompt template (the config's, or the report's) the saved tokenizer wraps every text
+    in it by itself."""
     output = Path(output)
-    plan = make_plan(model, layer, report, pooling, representation, prompt)
-    texts = _check_texts(parity_texts)
-    st_layout.check_output(output, overwrite)
+    plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt)
+    texts = _check_texts(config.parity_texts)
+    st_layout.check_output(output, config.overwrite)
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
     pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.family.default_pooling, plan.prompt))
-    seq_length = resolve_max_seq_length(loaded, max_seq_length)
+    seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
-    reference = _reference(loaded, plan, pooling_mode, normalize, seq_length, texts, progress)
+    reference = _reference(loaded, plan, pooling_mode, config.normalize, seq_length, texts, config.progress)
     edges = None if plan.prompt.is_plain else prompted.measure_edges(
         loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
     prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
-    with st_layout.atomic_directory(output, overwrite) as work:
+    with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, normalize, seq_length)
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, config.normalize,
+                      seq_length)
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
         command = model_card.reproduce_command(
-            model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=pooling,
-            normalize=normalize, max_seq_length=max_seq_length, load_options=load_options,
+            model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
+            normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
             prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value())
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
-            pooling=pooling_mode, normalize=normalize, max_seq_length=seq_length, params_full=params_full,
+            pooling=pooling_mode, normalize=config.normalize, max_seq_length=seq_length, params_full=params_full,
             params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
-            notes=(*loaded.notes, *notes), package=model_card.package_of(model), report=plan.report,
-            report_path=plan.report_path, speedup=(plan.report or {}).get("speedup"),
+            notes=(*loaded.notes, *notes), package=model_card.package_of(model),
+            report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
+            speedup=plan.report.extra.get("speedup") if plan.report else None,
             versions=library_versions(), prompt=prompt_facts)
         _write_documents(target, facts)
     return _result(output, facts)
@@ -162,39 +162,32 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         return ExportPlan(layer, pooling, representation, prompt=asked or PLAIN)
     data = read_report(Path(report))
     _check_report_model(data, model, report)
-    for name, given, chosen in (("pooling", pooling, data["pooling"]),
-                                ("representation", representation, data["representation"])):
+    for name, given, chosen in (("pooling", pooling, data.pooling),
+                                ("representation", representation, data.representation)):
         if given is not None and given != chosen and not (name == "representation" and given == "exported"):
             raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
-    chosen_prompt = prompt_from_json(data.get("prompt"))
+    chosen_prompt = prompt_from_json(data.extra.get("prompt"))
     if asked is not None and asked.template != chosen_prompt.template:
         raise ExportError(f"--prompt {asked.label} contradicts the report, which selected with prompt "
                           f"{chosen_prompt.label}")
-    return ExportPlan(int(data["selected_layer"]), data["pooling"], data["representation"], data, str(report),
-                      chosen_prompt)
+    return ExportPlan(data.selected_layer, data.pooling, data.representation, data, str(report), chosen_prompt)
 
 
-def read_report(path: Path) -> dict[str, Any]:
+def read_report(path: Path) -> SelectReport:
     """A `layerpick select` report.json, with the keys an export needs."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ExportError(f"report not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ExportError(f"cannot read report {path}: {error}") from None
-    if not isinstance(data, dict):
-        raise ExportError(f"{path} is not a layerpick select report (expected a JSON object)")
-    missing = [key for key in REPORT_KEYS if key not in data]
+        report = read_select_report(path)
+    except ReportFormatError as error:
+        raise ExportError(str(error)) from None
+    missing = [key for key in EXPORT_KEYS if getattr(report, key) is None]
     if missing:
         raise ExportError(f"{path} is not a layerpick select report: missing {', '.join(missing)}")
-    if not isinstance(data["selected_layer"], int):
-        raise ExportError(f"{path}: selected_layer must be an integer, not {data['selected_layer']!r}")
-    return data
+    return report
 
 
-def _check_report_model(data: dict[str, Any], model: str, report: Path) -> None:
-    if not _same_model(str(data["model"]), model):
-        raise ExportError(f"report {report} is for model {data['model']!r}, not {model!r}")
+def _check_report_model(data: SelectReport, model: str, report: Path) -> None:
+    if not _same_model(str(data.model), model):
+        raise ExportError(f"report {report} is for model {data.model!r}, not {model!r}")
 
 
 def _same_model(a: str, b: str) -> bool:
@@ -205,8 +198,8 @@ def _same_model(a: str, b: str) -> bool:
 
 
 def _check_plan_against_model(plan: ExportPlan, loaded: LoadedModel) -> None:
-    if plan.report is not None and plan.report["num_layers"] != loaded.num_layers:
-        raise ExportError(f"report {plan.report_path} is for a model with {plan.report['num_layers']} layers; "
+    if plan.report is not None and plan.report.num_layers != loaded.num_layers:
+        raise ExportError(f"report {plan.report_path} is for a model with {plan.report.num_layers} layers; "
                           f"{loaded.name} has {loaded.num_layers}")
     surgery.check_layer(plan.layer, loaded.num_layers, allow_zero=False)
     if plan.representation == "raw" and loaded.family.has_final_norm:

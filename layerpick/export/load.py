@@ -11,11 +11,11 @@ import json
 import logging
 from pathlib import Path
 
+from layerpick._util.filenames import METADATA_FILE
 from layerpick.errors import ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 
-METADATA_FILE = "layerpick.json"
 
 
 def load_sentence_transformer(directory: str | Path, device: str = "cpu"):

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.atomic import write_json_atomic, write_text_atomic
+from layerpick._util.filenames import METADATA_FILE
 from layerpick.core import registry
 
-METADATA_FILE = "layerpick.json"  # also what marks a directory as a layerpick export
 CARD_FILE = "README.md"
 
 

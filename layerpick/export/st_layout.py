@@ -22,8 +22,8 @@ from typing import Any, Iterator
 
 from torch import nn
 
+from layerpick._util.filenames import METADATA_FILE
 from layerpick.errors import LayerpickError
-from layerpick.export.model_card import METADATA_FILE
 
 logger = logging.getLogger(__name__)
 

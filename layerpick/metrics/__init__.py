@@ -1,16 +1,23 @@
-"""Registry of the layer-quality metrics: names, inputs and better direction.
+"""Registry of the layer-quality metrics: name, function, input and documented direction.
 
-This module owns the catalogue of metric specifications (what each metric
-needs as input and which direction the paper documents as better) and the
-lookup/parsing of metric names. The metric functions live in sibling modules.
+This module owns the catalogue of metric specifications (what each metric computes, what it needs as input
+and which direction the paper documents as better) and the lookup/parsing of metric names. The maths lives in
+sibling modules. Adding a metric is one entry here (or one `register_metric` call): scoring, the default metric
+list, the reports and the selection rules all read the registry.
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from layerpick.errors import LayerpickError
+from layerpick.metrics.dime import dime
+from layerpick.metrics.entropy import dataset_entropy
+from layerpick.metrics.infonce import infonce
+from layerpick.metrics.lidar import lidar
+from layerpick.metrics.token_observers import CurvatureObserver, PromptEntropyObserver
 
 NEEDS = frozenset({"tokens", "pooled", "views"})
 DIRECTIONS = frozenset({"min", "max"})
@@ -28,6 +35,11 @@ class MetricSpec:
             augmented-view embeddings (N, V, D).
         direction: ``"min"`` or ``"max"``, the direction reported as better.
         direction_note: caveat on how firmly the paper documents the direction.
+        compute: the metric itself, called with its input and the scoring settings (`ScoringConfig`):
+            ``"tokens"``: ``compute(num_layers, settings)`` returns a token observer (`observe(layer, states,
+            mask)` during the pass, then `result()` -> L+1 values and `skipped`);
+            ``"pooled"``: ``compute(states (N, D), settings) -> float`` for one layer;
+            ``"views"``: ``compute(views (N, V, D), settings) -> float`` for one layer.
     """
 
     name: str
@@ -35,12 +47,20 @@ class MetricSpec:
     needs: frozenset
     direction: str
     direction_note: str = ""
+    compute: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'min' or 'max', got {self.direction!r}")
-        if not self.needs or not self.needs <= NEEDS:
-            raise ValueError(f"needs must be a non-empty subset of {sorted(NEEDS)}")
+        if len(self.needs) != 1 or not self.needs <= NEEDS:
+            raise ValueError(f"needs must be one of {sorted(NEEDS)}")
+        if not callable(self.compute):
+            raise ValueError(f"metric {self.name!r} needs a compute function")
+
+    @property
+    def input(self) -> str:
+        """The one input the metric reads: "tokens", "pooled" or "views"."""
+        return next(iter(self.needs))
 
 
 class UnknownMetricError(LayerpickError, ValueError):
@@ -54,6 +74,7 @@ _SPECS = (
         needs=frozenset({"tokens"}),
         direction="min",
         direction_note="Paper: the best (middle) layers show a prompt-entropy dip (compression).",
+        compute=lambda num_layers, s: PromptEntropyObserver(num_layers, s.alpha),
     ),
     MetricSpec(
         name="dataset-entropy",
@@ -64,6 +85,7 @@ _SPECS = (
             "Paper: for Pythia, the layer of minimum dataset entropy does well (measured on raw streams); "
             "whether that holds for the exported representation is measured in benchmarks/rule_evidence.py."
         ),
+        compute=lambda states, s: dataset_entropy(states, s.alpha),
     ),
     MetricSpec(
         name="dime",
@@ -71,18 +93,21 @@ _SPECS = (
         needs=frozenset({"views"}),
         direction="min",
         direction_note="Paper: for Pythia, the layer of minimum DiME does well (measured on raw streams).",
+        compute=lambda v, s: dime(v[:, 0], v[:, 1], s.dime_permutations, s.seed, s.alpha),
     ),
     MetricSpec(
         name="infonce",
         description="Symmetric InfoNCE loss between two augmented views, in nats.",
         needs=frozenset({"views"}),
         direction="min",
+        compute=lambda v, s: infonce(v[:, 0], v[:, 1], s.infonce_temperature),
     ),
     MetricSpec(
         name="lidar",
         description="LiDAR entropy (log effective rank) of between-text vs within-view scatter.",
         needs=frozenset({"views"}),
         direction="max",
+        compute=lambda v, s: lidar(v, s.lidar_delta),
     ),
     MetricSpec(
         name="curvature",
@@ -90,6 +115,7 @@ _SPECS = (
         needs=frozenset({"tokens"}),
         direction="min",
         direction_note="Lower curvature = straighter trajectory (Hosseini & Fedorenko 2023).",
+        compute=lambda num_layers, s: CurvatureObserver(num_layers),
     ),
 )
 _REGISTRY = {spec.name: spec for spec in _SPECS}
@@ -97,7 +123,18 @@ _REGISTRY = {spec.name: spec for spec in _SPECS}
 
 def list_metrics() -> list[MetricSpec]:
     """All registered metrics, in registry order."""
-    return list(_SPECS)
+    return list(_REGISTRY.values())
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add a metric (or replace one of the same name); it is then scored, reported and usable in rules."""
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric added with `register_metric`."""
+    _REGISTRY.pop(name, None)
 
 
 def get_metric(name: str) -> MetricSpec:
@@ -143,4 +180,6 @@ __all__ = [
     "get_metric",
     "list_metrics",
     "parse_metrics",
+    "register_metric",
+    "unregister_metric",
 ]

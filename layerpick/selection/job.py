@@ -1,11 +1,10 @@
-"""The select job: calibration texts -> every layer scored -> a layer chosen -> the report dict.
+"""The select job: calibration texts -> every layer scored -> a layer chosen -> a `SelectReport`.
 
 `run_select` computes everything before anything is written, so a failure leaves no partial report.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +13,14 @@ from layerpick._util.versions import library_versions
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.models import LoadOptions, load_model
-from layerpick.metrics import get_metric, parse_metrics
+from layerpick.metrics import get_metric, list_metrics, parse_metrics
 from layerpick.selection.report import write_report
+from layerpick.selection.result import SelectReport, finite_or_none
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
 from layerpick.selection.scoring import ScoringConfig, score_layers
 
-ALL_METRICS = "prompt-entropy,dataset-entropy,dime,infonce,lidar,curvature"
+# Every registered metric, in registry order (the default of --metrics).
+ALL_METRICS = ",".join(m.name for m in list_metrics())
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,8 @@ class SelectConfig:
     scoring: ScoringConfig = ScoringConfig()
 
 
-def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> dict:
-    """Score every layer of `model` on the calibration set and choose one; returns the report dict."""
+def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
+    """Score every layer of `model` on the calibration set and choose one."""
     started = time.perf_counter()
     rule = parse_rule(config.rule)
     requested = parse_metrics(config.metrics)
@@ -49,43 +50,25 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     result = score_layers(loaded, texts.texts, metrics, config.collect, config.scoring)
     choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0)
     timings = {"load_s": load_s, **result.timings, "total_s": time.perf_counter() - started}
-    return {
-        "model": model,
-        "model_path": loaded.path,
-        "revision": load_options.revision,
-        "num_layers": loaded.num_layers,
-        "family": loaded.family.name,
-        "representation": config.collect.representation,
-        "pooling": result.pooling,
-        "rule": str(rule),
-        "tolerance": config.tolerance,
-        "include_layer0": config.include_layer0,
-        "selected_layer": choice.layer,
-        "rule_best_layer": choice.best_layer,
-        "choice": choice.describe(),
-        "scores": {name: [_finite_or_none(v) for v in values] for name, values in result.scores.items()},
-        "directions": {m.name: get_metric(m.name).direction for m in metrics},
-        "skipped_texts": result.skipped_texts,
-        "calibration": texts.describe(),
-        "seed": config.scoring.seed,
-        "views": config.scoring.views,
-        "alpha": config.scoring.alpha,
-        "max_length": effective_max_length(loaded, config.collect.max_length),
-        "dtype": load_options.dtype,
-        "notes": loaded.notes,
-        "versions": library_versions(),
-        "timings": {k: round(v, 3) for k, v in timings.items()},
-    }
-
-
-def _finite_or_none(value):
-    return value if value is not None and math.isfinite(value) else None
+    return SelectReport(
+        model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
+        family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
+        rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
+        selected_layer=choice.layer, rule_best_layer=choice.best_layer, choice=choice.describe(),
+        scores={name: [finite_or_none(v) for v in values] for name, values in result.scores.items()},
+        directions={m.name: get_metric(m.name).direction for m in metrics},
+        skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
+        views=config.scoring.views, alpha=config.scoring.alpha,
+        max_length=effective_max_length(loaded, config.collect.max_length), dtype=load_options.dtype,
+        notes=loaded.notes, versions=library_versions(),
+        timings={k: round(v, 3) for k, v in timings.items()},
+    )
 
 
 def default_output(model: str) -> Path:
     return Path("layerpick-out") / Path(model.rstrip("/")).name
 
 
-def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None) -> tuple[dict, list[Path]]:
+def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None) -> tuple[SelectReport, list[Path]]:
     report = run_select(model, load_options, config)
     return report, write_report(report, output or default_output(model))

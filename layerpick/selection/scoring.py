@@ -19,11 +19,6 @@ from layerpick.core.models import LoadedModel
 from layerpick.core.prompts import default_pooling
 from layerpick.errors import CalibrationError
 from layerpick.metrics import MetricSpec
-from layerpick.metrics.dime import dime
-from layerpick.metrics.entropy import dataset_entropy
-from layerpick.metrics.infonce import infonce
-from layerpick.metrics.lidar import lidar
-from layerpick.metrics.token_observers import CurvatureObserver, PromptEntropyObserver
 from layerpick.selection.views import make_views
 
 MIN_TEXTS = 8
@@ -69,27 +64,22 @@ def score_layers(
     collect_config: CollectConfig = CollectConfig(),
     config: ScoringConfig = ScoringConfig(),
 ) -> LayerScores:
-    """All `metrics` for every layer of `loaded` over `texts`."""
-    names = [m.name for m in metrics]
+    """All `metrics` for every layer of `loaded` over `texts`: each metric's registry entry says what it reads."""
     _check_inputs(texts, metrics, config)
     clock = {"forward_s": 0.0, "metrics_s": 0.0}
     scores: dict[str, list[float | None]] = {}
     skipped: dict[str, int] = {}
     pooling = collect_config.pooling or default_pooling(loaded.family.default_pooling, collect_config.prompt)
-    if any(m.needs & {"tokens", "pooled"} for m in metrics):
-        pooling = _score_main_pass(loaded, texts, names, collect_config, config, clock, scores, skipped)
-    if any("views" in m.needs for m in metrics):
-        _score_view_pass(loaded, texts, names, collect_config, config, clock, scores)
-    return LayerScores({n: scores[n] for n in names}, skipped, clock, pooling)
+    by_input = {kind: [m for m in metrics if m.input == kind] for kind in ("tokens", "pooled", "views")}
+    if by_input["tokens"] or by_input["pooled"]:
+        pooling = _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped)
+    if by_input["views"]:
+        _score_view_pass(loaded, texts, by_input["views"], collect_config, config, clock, scores)
+    return LayerScores({m.name: scores[m.name] for m in metrics}, skipped, clock, pooling)
 
 
-def _score_main_pass(loaded, texts, names, collect_config, config, clock, scores, skipped) -> str:
-    num = loaded.num_layers
-    observers = {}
-    if "prompt-entropy" in names:
-        observers["prompt-entropy"] = PromptEntropyObserver(num, config.alpha)
-    if "curvature" in names:
-        observers["curvature"] = CurvatureObserver(num)
+def _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped) -> str:
+    observers = {m.name: m.compute(loaded.num_layers, config) for m in by_input["tokens"]}
     observer_clock = {"metrics_s": 0.0}
     start = time.perf_counter()
     states = collect(loaded, texts, collect_config, [_TimedObserver(o, observer_clock) for o in observers.values()])
@@ -98,15 +88,13 @@ def _score_main_pass(loaded, texts, names, collect_config, config, clock, scores
     for name, observer in observers.items():
         scores[name] = observer.result()
         skipped[name] = observer.skipped
-    if "dataset-entropy" in names:
-        scores["dataset-entropy"] = _per_layer(
-            "dataset entropy", states.pooled, lambda layer: dataset_entropy(layer, config.alpha), clock,
-            collect_config.progress,
-        )
+    for metric in by_input["pooled"]:
+        scores[metric.name] = _per_layer(metric.name, states.pooled, _bound(metric, config), clock,
+                                         collect_config.progress)
     return states.pooling
 
 
-def _score_view_pass(loaded, texts, names, collect_config, config, clock, scores) -> None:
+def _score_view_pass(loaded, texts, metrics, collect_config, config, clock, scores) -> None:
     num_views = max(config.views, 2)
     views = make_views(list(texts), num_views, config.seed)
     flat = [view for per_text in views for view in per_text]
@@ -114,14 +102,12 @@ def _score_view_pass(loaded, texts, names, collect_config, config, clock, scores
     pooled = collect(loaded, flat, collect_config).pooled  # (L+1, N*V, D)
     clock["forward_s"] += time.perf_counter() - start
     pooled = pooled.reshape(pooled.shape[0], len(texts), num_views, pooled.shape[-1])
-    functions: dict[str, Callable[[torch.Tensor], float]] = {
-        "dime": lambda v: dime(v[:, 0], v[:, 1], config.dime_permutations, config.seed, config.alpha),
-        "infonce": lambda v: infonce(v[:, 0], v[:, 1], config.infonce_temperature),
-        "lidar": lambda v: lidar(v, config.lidar_delta),
-    }
-    for name in ("dime", "infonce", "lidar"):
-        if name in names:
-            scores[name] = _per_layer(name, pooled, functions[name], clock, collect_config.progress)
+    for metric in metrics:
+        scores[metric.name] = _per_layer(metric.name, pooled, _bound(metric, config), clock, collect_config.progress)
+
+
+def _bound(metric: MetricSpec, config: ScoringConfig) -> Callable[[torch.Tensor], float]:
+    return lambda states: metric.compute(states, config)
 
 
 def _per_layer(label: str, per_layer: torch.Tensor, function, clock, progress: bool) -> list[float | None]:
@@ -136,7 +122,7 @@ def _per_layer(label: str, per_layer: torch.Tensor, function, clock, progress: b
 
 
 def _check_inputs(texts: Sequence[str], metrics: Sequence[MetricSpec], config: ScoringConfig) -> None:
-    dataset_level = [m.name for m in metrics if m.needs & {"pooled", "views"}]
+    dataset_level = [m.name for m in metrics if m.input in ("pooled", "views")]
     if dataset_level and len(texts) < MIN_TEXTS:
         raise CalibrationError(
             f"{', '.join(dataset_level)} need at least {MIN_TEXTS} calibration texts (got {len(texts)})"

@@ -2,7 +2,7 @@
 distinct text for every layer, a resumable run, and validation.json / validation.png.
 
 Modules: `folders` (the local folder format), `inject` (folder data -> mteb task data, custom tasks), `tasks`
-(resolving --tasks items), `store` (on-disk representations), `encoder` (the per-layer mteb encoder),
+(resolving --tasks items), `config` (a run's settings), `store` (on-disk representations), `encoder` (the per-layer mteb encoder),
 `sources` (model or exported directory), `run` (the run), `summary` (the numbers), `plot`, `materialize`.
 
 Names are imported on first use (PEP 562), so that `layerpick.validation.summary` and the CLI's start-up do
@@ -15,8 +15,9 @@ _HOMES = {
     "LayerEncoder": "encoder", "LayerSource": "encoder", "ReportFormatError": "errors", "TaskFormatError": "errors",
     "TaskNotFoundError": "errors", "ValidationFailedError": "errors", "read_folder": "folders",
     "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "run",
-    "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "RepresentationStore": "store", "StoreKey": "store",
-    "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",
+    "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "RepresentationStore": "store",
+    "StoreKey": "store",
+    "ValidateConfig": "config", "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",
 }
 
 __all__ = sorted(_HOMES)

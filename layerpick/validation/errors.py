@@ -1,6 +1,8 @@
 """The one-line errors of the validation stage (all `LayerpickError`s, so the CLI maps them to exit code 1)."""
 
-from layerpick.errors import LayerpickError
+from layerpick.errors import LayerpickError, ReportFormatError
+
+__all__ = ["ReportFormatError", "StoreError", "TaskFormatError", "TaskNotFoundError", "ValidationFailedError"]
 
 
 class TaskNotFoundError(LayerpickError):
@@ -9,10 +11,6 @@ class TaskNotFoundError(LayerpickError):
 
 class TaskFormatError(LayerpickError):
     """A task folder whose files match no supported format, or miss labels, scores or the test split."""
-
-
-class ReportFormatError(LayerpickError):
-    """A select report.json that lacks the keys validation needs."""
 
 
 class StoreError(LayerpickError):

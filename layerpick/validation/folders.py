@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from layerpick._util.jsonl import JsonlError, read_objects
 from layerpick.validation.errors import TaskFormatError
 
 KINDS = ("classification", "sts", "pair-classification", "clustering", "retrieval")
@@ -129,22 +130,9 @@ def read_jsonl(path: Path) -> list[dict]:
 def _objects(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line; a one-line TaskFormatError for anything else."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    yield number, _object(line, path, number)
-    except UnicodeDecodeError:
-        raise TaskFormatError(f"{path}: not valid UTF-8") from None
-
-
-def _object(line: str, path: Path, number: int) -> dict:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise TaskFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-    if not isinstance(row, dict):
-        raise TaskFormatError(f"{path}:{number}: expected a JSON object per line")
-    return row
+        yield from read_objects(path)
+    except JsonlError as error:
+        raise TaskFormatError(str(error)) from None
 
 
 def _read_classification(folder: Path) -> dict[str, list[dict]]:

@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from layerpick.selection.result import SelectReport
 
-def plot_validation(data: dict[str, Any], path: Path, report: dict[str, Any] | None = None) -> Path:
+
+def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | None = None) -> Path:
     """Draw the validation.json content `data` (and a select `report`) into `path`."""
     import matplotlib
 
@@ -29,7 +31,7 @@ def plot_validation(data: dict[str, Any], path: Path, report: dict[str, Any] | N
     if report is not None:
         second = axis.twinx()
         palette = matplotlib.colormaps["Dark2"]
-        for index, (metric, values) in enumerate(report["scores"].items()):
+        for index, (metric, values) in enumerate(report.scores.items()):
             _line(second, _min_max(values), depth, label=f"{metric} (select)", linestyle="--", linewidth=1,
                   color=palette(index % palette.N), markersize=2)
         second.set_ylabel("select metric, min-max normalised")

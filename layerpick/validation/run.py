@@ -25,12 +25,15 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.selection.job import default_output as select_output
+from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
+from layerpick.validation.config import ValidateConfig
 from layerpick.validation.plot import plot_validation
 from layerpick.validation.sources import (
     Setup,
@@ -72,48 +75,27 @@ class ValidationReport:
         return not self.failures
 
 
-def run_validation(
-    model: str | None,
-    tasks: Sequence[str],
-    *,
-    layers: str | Sequence[int] = "all",
-    report: Path | None = None,
-    output_dir: Path | None = None,
-    load_options: LoadOptions = LoadOptions(),
-    pooling: str | None = None,
-    representation: str = "exported",
-    batch_size: int = 32,
-    max_length: int | None = None,
-    normalize: bool | None = None,
-    exported_dir: Path | None = None,
-    store_dir: Path | None = None,
-    result_cache: Path | None = None,
-    task_data: Sequence[Path] = (),
-    progress: bool = True,
-) -> ValidationReport:
-    """Evaluate `model` layer by layer (or an exported directory) on MTEB tasks; see the module docstring.
-
-    `normalize` None follows the model's own sentence-transformers pipeline (unit vectors when it ends in a
-    Normalize module, as all-MiniLM-L6-v2 does), else raw pooled vectors; an export is always its own output.
-    `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
-    `result_cache`: where mteb's ResultCache keeps the per-layer result files (default: $MTEB_CACHE when set,
-    else `output_dir`).
-    """
+def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,
+                   load_options: LoadOptions = LoadOptions()) -> ValidationReport:
+    """Evaluate `model` layer by layer (or the export in `config.exported_dir`) on MTEB tasks; see the module
+    docstring and `ValidateConfig`."""
     started = time.perf_counter()
-    if model is None and exported_dir is None:
+    if model is None and config.exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
-    specs = resolve_tasks(tasks, task_data)
-    select = summary.read_select_report(report) if report else None
-    options = SourceOptions(load_options, pooling, representation, batch_size, max_length, normalize, store_dir)
-    setup = exported_setup(exported_dir, options) if exported_dir else model_setup(model, options)
-    if exported_dir and layers != "all":
+    specs = resolve_tasks(tasks, config.task_data)
+    select = _read_report(config.report)
+    options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
+                            config.max_length, config.normalize, config.store_dir)
+    setup = exported_setup(config.exported_dir, options) if config.exported_dir else model_setup(model, options)
+    if config.exported_dir and config.layers != "all":
         logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
     _check_report(select, setup)
-    chosen = sorted(setup.slots) if exported_dir else parse_layers(layers, setup.num_layers, select)
-    output = Path(output_dir) if output_dir else default_output(model or str(exported_dir))
-    results = Path(result_cache) if result_cache else results_root(output)
+    chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
+        config.layers, setup.num_layers, select.selected_layer if select else None)
+    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
+    results = Path(config.result_cache) if config.result_cache else results_root(output)
     cache = ResultCache(results)
-    with ValidationBars(len(specs), progress) as bars:
+    with ValidationBars(len(specs), config.progress) as bars:
         setup.source.progress = bars.encoding
         outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
     data = _document(setup, specs, outcomes, chosen, select, started)
@@ -121,14 +103,14 @@ def run_validation(
     return ValidationReport(data, output, tuple(_write(data, output, select)))
 
 
-def parse_layers(layers: str | Sequence[int], num_layers: int, select: dict | None = None) -> list[int]:
-    """'all' -> 0..L; 'selected' -> the report's layer and the last; 'last' -> L; '3,5' or [3, 5] -> those;
+def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
+    """'all' -> 0..L; 'selected' -> the select report's layer (`selected`) and the last; 'last' -> L; '3,5' or [3, 5] -> those;
     words and numbers mix ('selected,4,8'). Checked against 0..L."""
     if isinstance(layers, str):
         parts = [part.strip() for part in layers.split(",") if part.strip()]
         if "all" in parts:
             return list(range(num_layers + 1))
-        layers = [number for part in parts for number in _layer_word(part, num_layers, select)]
+        layers = [number for part in parts for number in _layer_word(part, num_layers, selected)]
     chosen = sorted(set(layers))
     bad = [k for k in chosen if not 0 <= k <= num_layers]
     if bad or not chosen:
@@ -141,16 +123,16 @@ def check_layer_words(layers: str) -> None:
     """The syntax of --layers, checked before any model is loaded (the range needs the model)."""
     for part in (part.strip() for part in layers.split(",") if part.strip()):
         if part not in ("all", "last", "selected"):
-            _layer_word(part, num_layers=0, select=None)  # raises for anything but an integer
+            _layer_word(part, num_layers=0, selected=None)  # raises for anything but an integer
 
 
-def _layer_word(part: str, num_layers: int, select: dict | None) -> list[int]:
+def _layer_word(part: str, num_layers: int, selected: int | None) -> list[int]:
     if part == "last":
         return [num_layers]
     if part == "selected":
-        if select is None:
+        if selected is None:
             raise LayerpickError("--layers selected needs --report (a select report.json)")
-        return [int(select["selected_layer"]), num_layers]
+        return [selected, num_layers]
     try:
         return [int(part)]
     except ValueError:
@@ -255,19 +237,28 @@ def main_score(result: TaskResult) -> float:
     return round(float(result.get_score(splits=splits)), 6)
 
 
-def _check_report(select: dict | None, setup: Setup) -> None:
-    if select is not None and select["num_layers"] != setup.num_layers:
-        raise LayerpickError(f"the report is for a model with {select['num_layers']} layers; "
+def _read_report(path: Path | None) -> SelectReport | None:
+    """The select report whose metric curves validation correlates with the task scores (checked for shape)."""
+    if path is None:
+        return None
+    report = read_select_report(path)
+    report.check_scores(str(path))
+    return report
+
+
+def _check_report(select: SelectReport | None, setup: Setup) -> None:
+    if select is not None and select.num_layers != setup.num_layers:
+        raise LayerpickError(f"the report is for a model with {select.num_layers} layers; "
                              f"this one has {setup.num_layers}")
 
 
 def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], layers: list[int],
-              select: dict | None, started: float) -> dict[str, Any]:
+              select: SelectReport | None, started: float) -> dict[str, Any]:
     L = setup.num_layers
     scores = {o.spec.name: o.scores for o in outcomes}
     means = summary.mean_by_layer(scores, layers, L)
     best = summary.best_layer(means)
-    selected = select["selected_layer"] if select else None
+    selected = select.selected_layer if select else None
     evaluate_s = sum(o.seconds for o in outcomes) - setup.source.collect_seconds
     facts = dict(setup.facts)
     load_s = facts.pop("load_s", None)
@@ -282,8 +273,8 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "last_layer": L,
         "best_layer": best,
         "comparison": summary.comparison(means, selected, L, best),
-        "metric_correlations": summary.metric_correlations(select, means) if select else None,
-        "select_report": {"model": select["model"], "rule": select["rule"]} if select else None,
+        "metric_correlations": summary.metric_correlations(select.scores, select.directions, means) if select else None,
+        "select_report": {"model": select.model, "rule": select.rule} if select else None,
         "texts_encoded": setup.source.encoded,
         "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
                     "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
@@ -293,9 +284,9 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
     return summary.clean(data)
 
 
-def _write(data: dict[str, Any], output: Path, select: dict | None) -> list[Path]:
+def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
-    path = output / "validation.json"
+    path = output / VALIDATION_FILE
     handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
     with os.fdopen(handle, "w", encoding="utf-8") as stream:
         json.dump(data, stream, indent=2)

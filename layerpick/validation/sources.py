@@ -13,6 +13,7 @@ from typing import Any
 from mteb.models.model_meta import ModelMeta
 
 from layerpick._util.cache import cache_root
+from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
@@ -31,7 +32,6 @@ from layerpick.validation.store import RepresentationStore, StoreKey
 
 logger = logging.getLogger(__name__)
 
-EXPORT_METADATA = "layerpick.json"
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
 
 
 def _export_info(path: Path) -> dict[str, Any]:
-    file = path / EXPORT_METADATA
+    file = path / METADATA_FILE
     if not file.exists():
         return {}
     try:
@@ -146,7 +146,7 @@ def _export_info(path: Path) -> dict[str, Any]:
 
 def _export_notes(info: dict[str, Any]) -> list[str]:
     if not info:
-        return [f"no {EXPORT_METADATA} with layer and num_layers: the export's scores are listed as layer 0"]
+        return [f"no {METADATA_FILE} with layer and num_layers: the export's scores are listed as layer 0"]
     return [f"exported layer {info['layer']} of {info['num_layers']}: its scores sit at that layer"]
 
 

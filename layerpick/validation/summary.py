@@ -1,40 +1,15 @@
 """The numbers of validation.json: per-task scores by layer, their mean, selected/last/best layers, and the
 Spearman correlation across layers between each unsupervised select metric and the mean task score.
 
-Pure functions over plain lists and dicts; reading a select report.json is checked here too.
+Pure functions over plain lists and dicts.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any, Sequence
 
 from scipy.stats import spearmanr
-
-from layerpick.validation.errors import ReportFormatError
-
-REPORT_KEYS = ("model", "num_layers", "selected_layer", "rule", "scores")
-
-
-def read_select_report(path: Path) -> dict[str, Any]:
-    """A select report.json with the keys validation needs, checked for shape."""
-    path = Path(path)
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportFormatError(f"report not found: {path}") from None
-    except json.JSONDecodeError as error:
-        raise ReportFormatError(f"{path} is not valid JSON ({error.msg})") from None
-    missing = [key for key in REPORT_KEYS if not isinstance(report, dict) or key not in report]
-    if missing:
-        raise ReportFormatError(f"{path} is not a select report: missing {', '.join(missing)}")
-    length = report["num_layers"] + 1
-    for metric, values in report["scores"].items():
-        if values is not None and len(values) != length:
-            raise ReportFormatError(f"{path}: scores[{metric!r}] has {len(values)} values, expected {length}")
-    return report
 
 
 def mean_by_layer(scores: dict[str, dict[int, float]], layers: Sequence[int], num_layers: int) -> list[float | None]:
@@ -61,11 +36,11 @@ def comparison(means: Sequence[float | None], selected: int | None, last: int, b
     return out
 
 
-def metric_correlations(report: dict[str, Any], means: Sequence[float | None]) -> dict[str, dict[str, Any]]:
+def metric_correlations(scores: dict[str, list[float | None] | None], directions: dict[str, str],
+                        means: Sequence[float | None]) -> dict[str, dict[str, Any]]:
     """Per metric: Spearman rho (and p) across the layers where both the metric and the mean exist."""
-    directions = report.get("directions") or {}
     out = {}
-    for metric, values in report["scores"].items():
+    for metric, values in scores.items():
         pairs = [(v, m) for v, m in zip(values or [], means) if _finite(v) and _finite(m)]
         entry: dict[str, Any] = {"spearman": None, "p_value": None, "n_layers": len(pairs)}
         if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1:

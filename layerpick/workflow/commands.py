@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from layerpick._util.filenames import REPORT_FILE
 from layerpick.bench.run import BenchConfig
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.run import RunConfig, RunResult
@@ -25,7 +26,7 @@ def reproduce_commands(result: RunResult) -> list[str]:
     if config.tasks:
         commands.append(["layerpick", "validate", model, *task_flags(config), *_representation_flags(config),
                          "--normalize" if config.normalize else "--no-normalize",
-                         "--report", str(out / "select" / "report.json"), "--output", str(out / "validate"),
+                         "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
                          "--store", str(out / "validate" / "store"), *load])
     lines = [shlex.join(words) for words in commands] + [result.export["command"]]
     if result.bench is not None and config.bench is not None:

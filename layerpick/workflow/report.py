@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
+from layerpick._util.formatting import number
 from layerpick.selection.report import ARROWS, format_score
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult
@@ -67,9 +68,9 @@ def build_blocks(result: RunResult) -> list[Block]:
 
 
 def _answer(result: RunResult) -> list[Block]:
-    select, k, num = result.select, result.select["selected_layer"], result.select["num_layers"]
+    select, k, num = result.select, result.select.selected_layer, result.select.num_layers
     lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
-             f"`{select['rule']}` without labels."]
+             f"`{select.rule}` without labels."]
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen, last, best = (comparison[name] for name in ("selected", "last", "best"))
@@ -93,29 +94,29 @@ def _speed_sentence(result: RunResult) -> str:
 
 def _model(result: RunResult) -> list[Block]:
     select = result.select
-    rows = [["model", f"`{result.model}`"], ["loaded from", f"`{select['model_path']}`"],
-            ["revision", str(select.get("revision") or "default")], ["family", select["family"]],
-            ["layers", f"{select['num_layers']} blocks (layer 0 = the embeddings)"],
-            ["representation", select["representation"]], ["pooling", select["pooling"]],
-            ["dtype", select["dtype"]]]
-    rows += [["note", note] for note in select.get("notes", [])]
+    rows = [["model", f"`{result.model}`"], ["loaded from", f"`{select.model_path}`"],
+            ["revision", str(select.revision or "default")], ["family", select.family],
+            ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
+            ["representation", select.representation], ["pooling", select.pooling],
+            ["dtype", select.dtype]]
+    rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
 
 
 def _calibration(result: RunResult) -> list[Block]:
-    calibration = result.select["calibration"]
+    calibration = result.select.calibration
     return [Heading("Calibration set"),
             Text(f"{calibration['count']} texts from {calibration['source']} (sha256 {calibration['sha256'][:16]}), "
-                 f"seed {result.select['seed']}, {result.select['views']} augmented views per text, max length "
-                 f"{result.select['max_length']} tokens.")]
+                 f"seed {result.select.seed}, {result.select.views} augmented views per text, max length "
+                 f"{result.select.max_length} tokens.")]
 
 
 def _metrics(result: RunResult) -> list[Block]:
     select = result.select
-    names = list(select["scores"])
-    header = ["layer", *(f"{name} {ARROWS[select['directions'][name]]}" for name in names)]
-    rows = [[_layer_label(k, select["selected_layer"]), *(format_score(select["scores"][n][k]) for n in names)]
-            for k in range(select["num_layers"] + 1)]
+    names = list(select.scores)
+    header = ["layer", *(f"{name} {ARROWS[select.directions[name]]}" for name in names)]
+    rows = [[_layer_label(k, select.selected_layer), *(format_score(select.scores[n][k]) for n in names)]
+            for k in range(select.num_layers + 1)]
     return [Heading("Every metric by layer"), Table(header, rows),
             Text("Arrows: each metric's documented direction. ◀ marks the chosen layer."),
             Image(result.output / "select" / "metrics.png", "metrics against relative depth")]
@@ -124,7 +125,7 @@ def _metrics(result: RunResult) -> list[Block]:
 def _rule(result: RunResult) -> list[Block]:
     select = result.select
     return [Heading("Rule and chosen layer"),
-            Text(f"Rule `{select['rule']}` (tolerance {select['tolerance']}): {select['choice']}.")]
+            Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
 
 
 def _validation(result: RunResult) -> list[Block]:
@@ -244,11 +245,11 @@ def _layer_label(k: int, selected: int) -> str:
 
 
 def _num(value: Any) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    return number(value)
 
 
 def _ratio(value: Any) -> str:
-    return "–" if value is None else f"{value:.2f}x"
+    return number(value, ".2f", "x")
 
 
 

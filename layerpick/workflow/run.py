@@ -26,19 +26,28 @@ from pathlib import Path
 from typing import Any, Callable
 
 from layerpick._util.atomic import write_json_atomic
+from layerpick._util.filenames import (
+    BENCH_FILE,
+    METADATA_FILE,
+    REPORT_FILE,
+    RUN_FILE,
+    VALIDATION_FILE,
+)
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
+from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
-from layerpick.export.model_card import METADATA_FILE, annotate_export
+from layerpick.export.model_card import annotate_export
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
+from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.selection.rules import parse_rule
 
 logger = logging.getLogger(__name__)
 
-LEDGER = "run.json"
+LEDGER = RUN_FILE
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ class RunResult:
     output: Path
     load_options: LoadOptions
     config: RunConfig
-    select: dict[str, Any]
+    select: SelectReport
     validation: dict[str, Any] | None
     export: dict[str, Any]
     bench: dict[str, Any] | None
@@ -89,18 +98,18 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
         _clear(output)
     announce = announce or (lambda stage, reused: None)
     keys = stage_keys(model, load_options, config, inputs)
-    result = RunResult(model, output, load_options, config, select={}, validation=None, export={}, bench=None)
-    result.select = _stage(ledger, "select", keys, output / "select" / "report.json", announce,
-                           lambda: _select(model, load_options, config, output, progress))
+    result = RunResult(model, output, load_options, config, select=None, validation=None, export={}, bench=None)
+    result.select = _stage(ledger, "select", keys, output / "select" / REPORT_FILE, announce,
+                           lambda: _select(model, load_options, config, output, progress), read=read_select_report)
     if config.tasks:
-        result.validation = _stage(ledger, "validate", keys, output / "validate" / "validation.json", announce,
+        result.validation = _stage(ledger, "validate", keys, output / "validate" / VALIDATION_FILE, announce,
                                    lambda: _validate(model, load_options, config, output, progress))
         if result.validation.get("failures"):
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
                            lambda: _export(model, load_options, config, output, progress))
     if config.bench is not None:
-        result.bench = _stage(ledger, "bench", keys, output / "bench.json", announce,
+        result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
                               lambda: _bench(config.bench, output, progress))
     annotate_export(result.export_dir, validation=validation_summary(result.validation),
                     speedup=speedup_summary(result.bench))
@@ -166,18 +175,18 @@ class Ledger:
 
 
 def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
-           compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+           compute: Callable[[], Any], read: Callable[[Path], Any] = None) -> Any:
     """Reuse a finished stage's product, or compute it; later stages are invalidated by key, not by time."""
     key = keys[stage]
     reused = ledger.reusable(stage, key, product)
     announce(stage, reused)
     started = time.perf_counter()
-    data = _read_json(product) if reused else compute()
+    data = (read or _read_json)(product) if reused else compute()
     ledger.record(stage, key, time.perf_counter() - started, reused)
     return data
 
 
-def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> SelectReport:
     select = dataclasses.replace(config.select, collect=dataclasses.replace(config.select.collect, progress=progress))
     report = run_select(model, load_options, select)
     write_report(report, output / "select")
@@ -185,30 +194,32 @@ def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
 
 
 def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    from layerpick.validation import (
-        run_validation,  # mteb is a heavy import; only when validating
+    from layerpick.validation import (  # mteb is heavy: only when validating
+        ValidateConfig,
+        run_validation,
     )
 
     target = output / "validate"
-    result = run_validation(
-        model, list(config.tasks), layers=config.layers, report=output / "select" / "report.json",
-        output_dir=target, load_options=load_options, pooling=config.select.collect.pooling,
-        representation=config.select.collect.representation, batch_size=config.validate_batch_size,
-        max_length=config.validate_max_length, normalize=config.normalize, store_dir=target / "store",
-        result_cache=target, task_data=config.task_data, progress=progress)
+    settings = ValidateConfig(
+        layers=config.layers, report=output / "select" / REPORT_FILE, output_dir=target,
+        pooling=config.select.collect.pooling, representation=config.select.collect.representation,
+        batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
+        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress)
+    result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
 
 def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    export_model(model, None, output / "model", load_options=load_options, normalize=config.normalize,
-                 report=output / "select" / "report.json", overwrite=True, progress=progress)
+    settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
+                            progress=progress)
+    export_model(model, None, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
 
 
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
     data = run_bench(output / "model", bench, progress=progress).to_dict()
-    write_json_atomic(output / "bench.json", data)
+    write_json_atomic(output / BENCH_FILE, data)
     return data
 
 
@@ -248,7 +259,7 @@ def _clear(output: Path) -> None:
     """--force: remove what earlier runs wrote (only the names this module owns)."""
     for name in ("select", "validate", "model"):
         shutil.rmtree(output / name, ignore_errors=True)
-    for name in ("bench.json", "report.md", "report.html"):
+    for name in (BENCH_FILE, "report.md", "report.html"):
         (output / name).unlink(missing_ok=True)
 
 

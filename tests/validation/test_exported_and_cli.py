@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from layerpick.cli.app import app
-from layerpick.cli.errors import exit_code_for
 from tiny import LAYERS
 from typer.testing import CliRunner
 
-from layerpick.validation import TaskNotFoundError, run_validation
+from layerpick.cli.app import app
+from layerpick.cli.errors import exit_code_for
+from layerpick.validation import TaskNotFoundError, ValidateConfig, run_validation
 from validation.helpers import ALL_KINDS, write_jsonl
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
@@ -38,9 +38,9 @@ def export_tiny(loaded, tmp_path: Path) -> Path:
 def test_exported_directory_scores_like_its_layer(tmp_path, tiny_model):
     folders = [str(ALL_KINDS["sts"](tmp_path)), str(ALL_KINDS["retrieval"](tmp_path))]
     common = dict(store_dir=tmp_path / "store", progress=False)
-    layer = run_validation("tiny", folders, layers=[LAYERS], output_dir=tmp_path / "layer", **common)
-    exported = run_validation(None, folders, exported_dir=export_tiny(tiny_model, tmp_path),
-                              output_dir=tmp_path / "exp", **common)
+    layer = run_validation("tiny", folders, ValidateConfig(layers=[LAYERS], output_dir=tmp_path / "layer", **common))
+    exported = run_validation(None, folders, ValidateConfig(exported_dir=export_tiny(tiny_model, tmp_path),
+                                                            output_dir=tmp_path / "exp", **common))
     assert exported.data["layers_evaluated"] == [LAYERS] and exported.data["exported_dir"]
     for name in ("sts", "retrieval"):
         assert exported.data["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(

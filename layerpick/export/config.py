@@ -1,0 +1,27 @@
+"""The settings of one export (`ExportConfig`): how the cut model pools, what it writes, how it is checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from layerpick.core.prompts import Prompt
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """`report` (a select report.json) chooses the layer when `export_model` is given none; `pooling` None takes
+    the report's pooling or the family's default; `max_seq_length` None the source's setting (capped by the
+    model); `parity_texts` None the built-in parity texts; `prompt` None takes the report's template (plain text
+    without a report), else a built-in name, `none` or a template with one `{text}`."""
+
+    pooling: str | None = None
+    representation: str = "exported"
+    normalize: bool = False
+    max_seq_length: int | None = None
+    report: Path | None = None
+    overwrite: bool = False
+    parity_texts: Sequence[str] | None = None
+    progress: bool = True
+    prompt: str | Prompt | None = None

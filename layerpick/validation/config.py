@@ -1,0 +1,30 @@
+"""The settings of one validation run (`ValidateConfig`): which layers, how texts are embedded, where it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """`normalize` None follows the model's own sentence-transformers pipeline (unit vectors when it ends in a
+    Normalize module, as all-MiniLM-L6-v2 does), else raw pooled vectors; an export is always its own output.
+    `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
+    `result_cache`: where mteb's ResultCache keeps the per-layer result files (default: $MTEB_CACHE when set,
+    else `output_dir`). `exported_dir` validates an export instead of a model's layers."""
+
+    layers: str | Sequence[int] = "all"
+    report: Path | None = None
+    output_dir: Path | None = None
+    pooling: str | None = None
+    representation: str = "exported"
+    batch_size: int = 32
+    max_length: int | None = None
+    normalize: bool | None = None
+    exported_dir: Path | None = None
+    store_dir: Path | None = None
+    result_cache: Path | None = None
+    task_data: Sequence[Path] = ()
+    progress: bool = True
