@@ -15,7 +15,7 @@ rule picks a layer per template and a (template, layer) pair over all templates.
 Tasks are subsampled with a fixed seed: --pairs pairs of STSBenchmark and SICK-R each, all 100 of BIOSSES.
 
     PYTHONPATH=. python benchmarks/prompts.py --models minilm-l6,smollm2-135m,gemma3-270m --data /work/shared/data \
-        --pairs 250 --work /tmp/layerpick-prompts --output benchmarks/results/prompts.md
+        --pairs 200 --work /tmp/layerpick-prompts --output benchmarks/results/prompts.md
 
 Each model's measurements go to WORK/<model>.json (a finished model is not measured again); the markdown is
 written from all of them.
@@ -50,6 +50,8 @@ TEMPLATES = ("none", *BUILTIN_TEMPLATES)
 METRICS = "prompt-entropy,dataset-entropy,dime,infonce,lidar,curvature"
 CALIBRATION = 128
 BATCH = 16
+TIMING_TEXTS = 100  # texts per timed pass
+TIMING_ROUNDS = 3  # plain and each template in turn, this many times; the median is reported
 
 
 def sts_tasks(data: Path, pairs: int, seed: int = 0) -> dict[str, list[dict]]:
@@ -93,6 +95,19 @@ def embed_both(loaded, texts: list[str], prompt, max_length: int = 512) -> tuple
     return {"mean": states.pooled, "lasttoken": last}, seconds, sum(lengths)
 
 
+def timed_passes(loaded, texts: list[str]) -> dict[str, float]:
+    """Median seconds of one collect pass (every layer, mean pooling) per template, the templates interleaved
+    so that a change in the machine's load falls on all of them."""
+    times: dict[str, list[float]] = {name: [] for name in TEMPLATES}
+    for _ in range(TIMING_ROUNDS):
+        for name in TEMPLATES:
+            config = CollectConfig(pooling="mean", batch_size=BATCH, progress=False, prompt=parse_prompt(name))
+            began = time.perf_counter()
+            collect(loaded, texts, config)
+            times[name].append(time.perf_counter() - began)
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
 def sts_by_layer(pooled: torch.Tensor, index: dict[str, int], tasks: dict[str, list[dict]]) -> dict[str, list[float]]:
     """task -> per layer cosine Spearman (MTEB's STS main score)."""
     out = {}
@@ -118,7 +133,7 @@ def measure_model(alias: str, tasks: dict[str, list[dict]]) -> dict:
     for name in TEMPLATES:
         prompt = parse_prompt(name)
         pooled, seconds, tokens = embed_both(loaded, texts, prompt)
-        record["cost"][name] = {"seconds": seconds, "tokens": tokens}
+        record["cost"][name] = {"tokens": tokens}
         for pooling, states in pooled.items():
             by_task = sts_by_layer(states, index, tasks)
             record["sts"][f"{name}/{pooling}"] = {"tasks": by_task, "mean": mean_over_tasks(by_task)}
@@ -132,6 +147,9 @@ def measure_model(alias: str, tasks: dict[str, list[dict]]) -> dict:
                                      "sentence2": prompt.wrap(r["sentence2"])} for r in rows]
                                 for n, rows in tasks.items()})
         record["sts"]["eol-string/lasttoken"] = {"tasks": by_task, "mean": mean_over_tasks(by_task)}
+    for name, seconds in timed_passes(loaded, texts[:TIMING_TEXTS]).items():
+        record["cost"][name]["seconds"] = seconds
+        record["cost"][name]["timed_texts"] = min(TIMING_TEXTS, len(texts))
     calibration = load_calibration(limit=CALIBRATION).texts
     for name in TEMPLATES:
         prompt = parse_prompt(name)
@@ -237,9 +255,9 @@ def metric_table(records: list[dict]) -> list[str]:
 
 def cost_table(records: list[dict]) -> list[str]:
     lines = ["## The cost of the longer input", "",
-             "Tokens over all STS texts and the seconds of one forward pass of the full model over them "
-             "(every layer, batch 16, same process, one template after another; a shared 2-core machine, so "
-             "the seconds are indicative and the token ratio is the stable figure).", "",
+             "Tokens over all STS texts, and the median seconds of one forward pass of the full model (every "
+             f"layer, batch {BATCH}) over the first {TIMING_TEXTS} of them, plain text and each template in turn, "
+             f"{TIMING_ROUNDS} rounds, in one process on a shared 2-core machine (the load average is above).", "",
              "| model | template | tokens | x plain | seconds | x plain |", "|---|---|---|---|---|---|"]
     for record in records:
         base = record["cost"]["none"]
@@ -276,7 +294,7 @@ def layer_table(record: dict, rule) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="minilm-l6,smollm2-135m,gemma3-270m")
-    parser.add_argument("--pairs", type=int, default=250)
+    parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--work", type=Path, default=Path("/tmp/layerpick-prompts"))
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/prompts.md"))
