@@ -453,3 +453,81 @@ def test_card_renders_a_validate_json_table():
     assert "| task | layer 2 | layer 3 | best layer |" in card
     assert "| STSBenchmark | 0.5000 | 0.4000 | 2 (0.5000) |" in card and "| mean | 0.4750 | 0.4500 | 2 (0.4750) |" in card
     assert "base_model: m/x" in card and "revision abc" in card
+
+
+# ---------------------------------------------------------------- prompt templates
+
+def prompted_reference(source: Path, k: int, prompt: str, pooling: str | None = None, max_length: int = 512,
+                       texts=TEXTS):
+    """Layer k of the FULL model on the wrapped texts, as layerpick.core.collect pools it."""
+    from layerpick.core.prompts import parse_prompt
+
+    config = CollectConfig(pooling=pooling, batch_size=2, max_length=max_length, progress=False,
+                           prompt=parse_prompt(prompt))
+    return collect(load_model(str(source)), list(texts), config).layer(k)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path):
+    """Plain texts sent to the export give layer K of the full model on the wrapped texts (last-token pooling,
+    padded batches); the saved tokenizer carries the template for every reader."""
+    from tokenizers import Tokenizer
+
+    source, out = tiny_dir(family), tmp_path / "out"
+    result = export_model(str(source), 2, out, ExportConfig(prompt="eol", progress=False))
+    assert result.pooling == "lasttoken"
+    torch.testing.assert_close(encode(out), prompted_reference(source, 2, "eol", max_length=result.max_seq_length),
+                               rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length))
+    st_ids = SentenceTransformer(str(out), device="cpu").tokenize([TEXTS[0]])["input_ids"][0].tolist()
+    assert Tokenizer.from_file(str(out / "tokenizer.json")).encode(TEXTS[0]).ids == st_ids  # the Rust reader (TEI)
+    assert tf.AutoTokenizer.from_pretrained(out)(TEXTS[0])["input_ids"] == st_ids
+    assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+    meta = json.loads((out / "layerpick.json").read_text())
+    assert meta["prompt"]["name"] == "eol" and meta["prompt"]["template"] == 'This sentence : "{text}" means in one word:"'
+    assert meta["prompt"]["edges"]["texts"] == 8 and meta["parity"]["passed"]
+    assert "--prompt eol" in meta["command"] and "## Prompt" in (out / "README.md").read_text()
+
+
+def test_prompted_export_keeps_the_suffix_of_a_truncated_text(tiny_dir, tmp_path):
+    source, out = tiny_dir("llama"), tmp_path / "out"
+    long_texts = [" ".join(TEXTS) * 3, TEXTS[0]]
+    result = export_model(str(source), 3, out, ExportConfig(prompt="Represent <{text}> now:", max_seq_length=40,
+                                                            parity_texts=long_texts, progress=False))
+    model = SentenceTransformer(str(out), device="cpu")
+    ids = model.tokenize(long_texts[:1])["input_ids"][0].tolist()
+    suffix = tf.AutoTokenizer.from_pretrained(out).convert_ids_to_tokens(ids[-4:])
+    assert len(ids) == 40 and "".join(suffix).replace("Ġ", " ").endswith("now:")
+    torch.testing.assert_close(model.encode(long_texts, convert_to_tensor=True),
+                               prompted_reference(source, 3, "Represent <{text}> now:", max_length=40,
+                                                  texts=long_texts), rtol=1e-4, atol=1e-5)
+    assert result.max_seq_length == 40
+
+
+def test_prompted_export_mean_pooling_and_report(tiny_dir, tmp_path):
+    source = tiny_dir("qwen2")
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(make_report(source, pooling="mean", prompt={"name": "sum", "template":
+                                                                           'This sentence : "{text}" can be summarized as'})))
+    out = tmp_path / "out"
+    result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
+    assert result.pooling == "mean"
+    torch.testing.assert_close(encode(out), prompted_reference(source, 2, "sum", "mean", result.max_seq_length),
+                               rtol=1e-4, atol=1e-5)
+    assert json.loads((out / "layerpick.json").read_text())["prompt"]["name"] == "sum"
+    with pytest.raises(ExportError, match="--prompt eol contradicts the report"):
+        export_model(str(source), None, tmp_path / "o2", ExportConfig(report=report, prompt="eol", progress=False))
+
+
+@pytest.mark.parametrize(("prompt", "length", "message"), [
+    ("eol", 20, "leaving no room for text"),
+    ("no placeholder", None, "unknown prompt"),
+    ("{text} {text}", None, "exactly one"),
+])
+def test_prompted_export_bad_input_leaves_nothing(prompt, length, message, tiny_dir, tmp_path):
+    from layerpick.core.prompts import PromptError
+
+    with pytest.raises(PromptError, match=message):
+        export_model(str(tiny_dir("llama")), 2, tmp_path / "out",
+                     ExportConfig(prompt=prompt, max_seq_length=length, progress=False))
+    assert leftovers(tmp_path) == []

@@ -93,3 +93,49 @@ def test_qwen2_max_window_layers_capped():
     loaded = make_loaded("qwen2")
     cut = surgery.cut_config(loaded.model.config, 2)
     assert cut.max_window_layers == 2 and len(cut.layer_types) == 2
+
+
+def _prompted_ids(tokenizer, prompt, text):
+    """The ids a prompted text must have, built by hand: the model's own special tokens around
+    prefix + the text's own tokens + suffix."""
+    from layerpick.core.prompt_tokenizer import template_ids
+
+    plain = tokenizer(text)["input_ids"]
+    bare = tokenizer(text, add_special_tokens=False)["input_ids"]
+    start = next(i for i in range(len(plain)) if plain[i : i + len(bare)] == bare)
+    prefix, suffix = template_ids(tokenizer, prompt)
+    return plain[:start] + prefix + bare + suffix + plain[start + len(bare):]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prompted_last_token_is_the_cut_model_on_the_wrapped_tokens(family):
+    """With a template, layer k (last-token pooling, batched and right-padded) equals the cut model run on
+    each wrapped text alone, the ids assembled by hand: the last token is the template's last."""
+    from layerpick.core.prompts import parse_prompt
+
+    loaded = make_loaded(family)
+    prompt = parse_prompt("eol")
+    states = collect(loaded, TEXTS, CollectConfig(batch_size=3, progress=False, prompt=prompt))
+    assert states.pooling == "lasttoken" and states.prompt == prompt  # the prompt's default pooling
+    for k in (1, LAYERS):
+        cut = surgery.truncated_copy(loaded.model, k)
+        for index, text in enumerate(TEXTS):
+            ids = torch.tensor([_prompted_ids(loaded.tokenizer, prompt, text)])
+            with torch.no_grad():
+                states_k = cut(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
+            torch.testing.assert_close(states.layer(k)[index], states_k[0, -1], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["llama", "bert", "gemma3"])
+def test_prompted_mean_pooling_stays_available(family):
+    from layerpick.core.prompts import parse_prompt
+
+    loaded = make_loaded(family)
+    prompt = parse_prompt('Represent: "{text}"')
+    batched = collect(loaded, TEXTS, CollectConfig(pooling="mean", batch_size=5, progress=False, prompt=prompt))
+    single = collect(loaded, TEXTS, CollectConfig(pooling="mean", batch_size=1, progress=False, prompt=prompt))
+    plain = collect(loaded, TEXTS, CollectConfig(pooling="mean", batch_size=5, progress=False))
+    assert batched.pooling == "mean"
+    torch.testing.assert_close(batched.pooled, single.pooled, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(batched.pooled[1:], plain.pooled[1:])  # the template changed what was pooled
+    assert (batched.token_counts > plain.token_counts).all()

@@ -60,3 +60,24 @@ def test_missing_metric_scores():
 def test_bad_tolerance():
     with pytest.raises(LayerpickError, match="tolerance"):
         choose_layer(SCORES, parse_rule("max-dime"), tolerance=1.5)
+
+
+def test_choose_pair_compares_templates_and_layers():
+    from layerpick.selection.prompt_choice import choose_pair
+    from layerpick.selection.rules import choose_layer, parse_rule
+
+    scores = {"none": {"infonce": [0.1, 2.0, 1.5, 1.8]}, "eol": {"infonce": [0.0, 1.9, 1.2, 0.9]}}
+    rule = parse_rule("min-infonce")
+    choice = choose_pair(scores, rule)
+    assert (choice.prompt, choice.layer) == ("eol", 3) and (choice.best_prompt, choice.best_layer) == ("eol", 3)
+    assert choice.objective["eol"][3] == 1.0 and choice.objective["none"][0] is None  # layer 0 not a candidate
+    assert choose_pair(scores, rule, include_layer0=True).layer == 0
+    # objective (2.0 - value) / 1.1: eol/2 0.73 is within 0.4 of eol/3 (1.0), none/2 0.45 is not
+    tolerant = choose_pair(scores, rule, tolerance=0.4)
+    assert (tolerant.prompt, tolerant.layer) == ("eol", 2) and "within 0.4" in tolerant.describe()
+    # one template alone: the same layer as choose_layer
+    alone = choose_pair({"none": scores["none"]}, rule)
+    assert alone.layer == choose_layer(scores["none"], rule).layer == 2
+    ranked = choose_pair({"a": {"infonce": [0, 3, 2], "lidar": [0, 1, 5]},
+                          "b": {"infonce": [0, 1, 2], "lidar": [0, 4, 2]}}, parse_rule("rank:min-infonce,max-lidar"))
+    assert (ranked.prompt, ranked.layer) == ("b", 1)

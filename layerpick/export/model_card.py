@@ -54,6 +54,7 @@ class ExportFacts:
     pipeline: dict[str, Any] | None = None  # the source's sentence-transformers steps carried over
     dtype: str = "float32"
     onnx: dict[str, Any] | None = None  # onnx_step's section: graph file, size, parity, int8
+    prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -70,7 +71,8 @@ def package_of(model: str) -> dict[str, str] | None:
 
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
                       pooling: str | None, normalize: bool | None, max_seq_length: int | None,
-                      load_options, format: str = "sentence-transformers", quantize: str | None = None) -> str:
+                      load_options, format: str = "sentence-transformers", quantize: str | None = None,
+                      prompt: str | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -81,6 +83,8 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
         words.append("--normalize" if normalize else "--no-normalize")
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
+    if prompt:
+        words += ["--prompt", prompt]
     words += load_options.cli_flags()
     words += ["--format", format] if format != "sentence-transformers" else []
     words += ["--quantize", quantize] if quantize else []
@@ -103,6 +107,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "source_pipeline": facts.pipeline,
         "device": facts.device,
         "dtype": facts.dtype,
+        "prompt": facts.prompt,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
         "weights_bytes": facts.weights_bytes,
@@ -135,8 +140,8 @@ def metadata_json(facts: ExportFacts) -> str:
 
 def render_model_card(facts: ExportFacts) -> str:
     """The README.md: sentence-transformers front matter, then what the model is and how it was made."""
-    sections = [_front_matter(facts), _intro(facts), _choice(facts), _validation(facts), _speed(facts),
-                _details(facts), _usage(facts), _reproduce(facts)]
+    sections = [_front_matter(facts), _intro(facts), _prompt(facts), _choice(facts), _validation(facts),
+                _speed(facts), _details(facts), _usage(facts), _reproduce(facts)]
     return "\n".join(section for section in sections if section)
 
 
@@ -164,6 +169,34 @@ def _intro(facts: ExportFacts) -> str:
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
         f"{', L2-normalised' if facts.normalize else ''}.\n"
     )
+
+
+def _prompt(facts: ExportFacts) -> str:
+    if not facts.prompt:
+        return ""
+    lines = ["## Prompt\n",
+             f"Every text is wrapped in the template `{facts.prompt['template']}` by the tokenizer itself (a "
+             "post-processor in `tokenizer.json` adds the template's tokens before and after the text's, after "
+             "truncation, so the end of the template is never cut off). Send plain text: sentence-transformers, "
+             "TEI, vLLM and infinity all apply it.\n"]
+    edges = facts.prompt.get("edges")
+    if edges:
+        lines.append(
+            f"The text is tokenized on its own, so a token that would merge across the text's edge in the wrapped "
+            f"string (`mat.\"` is one token `.\"` in some vocabularies) stays two: {edges['texts_tokenized_differently']} "
+            f"of {edges['texts']} check texts tokenize differently from the wrapped string"
+            f"{_truncated_words(edges)}{_cosine_words(edges)}.\n")
+    return "\n".join(lines)
+
+
+def _truncated_words(edges: dict[str, Any]) -> str:
+    count = edges.get("texts_truncated") or 0
+    return f" ({count} of them longer than max_seq_length, where the wrapped string loses its end)" if count else ""
+
+
+def _cosine_words(edges: dict[str, Any]) -> str:
+    cosine = edges.get("min_cosine_vs_wrapped_string")
+    return "" if cosine is None else f"; where it fits, the two embeddings have a cosine of at least {cosine:.4f}"
 
 
 def _removed(facts: ExportFacts) -> str:
@@ -247,6 +280,7 @@ def _details(facts: ExportFacts) -> str:
         ("layers kept", f"{facts.layer} of {facts.num_layers}"),
         ("representation", facts.representation),
         ("pooling", facts.pooling),
+        ("prompt", f"`{facts.prompt['template']}` ({facts.prompt['name']})" if facts.prompt else "none (plain text)"),
         ("normalize", str(facts.normalize).lower()),
         ("max_seq_length", str(facts.max_seq_length)),
         ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
@@ -330,7 +364,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         package=source.get("package"), report=report, report_path=selection.get("report"),
         speedup=document.get("speedup"), versions=document.get("versions") or {},
         device=document.get("device"), pipeline=document.get("source_pipeline"),
-        dtype=document.get("dtype", "float32"), onnx=document.get("onnx"),
+        dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
     )
 
 
