@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
-from layerpick.export.load import BACKENDS
+from layerpick.export.load import backend_problem
 
 
 class BenchError(LayerpickError):
@@ -36,11 +36,7 @@ class BenchConfig:
             raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
         if self.texts < 1 or self.repeats < 1:
             raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
-        if self.backend not in BACKENDS:
-            raise BenchError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        if self.backend != "torch" and self.device not in ("cpu", "auto"):
-            raise BenchError(f"the {self.backend} backend runs on the CPU (onnxruntime): drop --device {self.device}")
-        problem = check_threads(self.threads)
+        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
         if problem:
             raise BenchError(problem)
         from layerpick.core.models import resolve_device

@@ -20,12 +20,20 @@ logger = logging.getLogger(__name__)
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
+def backend_problem(backend: str, device: str = "cpu") -> str | None:
+    """Why `backend` cannot run an export on `device` (a one-line message), or None when it can."""
+    if backend not in BACKENDS:
+        return f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}"
+    if backend != "torch" and device not in ("cpu", "auto"):
+        return f"the {backend} backend runs on the CPU (onnxruntime's CPU provider): drop --device {device}"
+    return None
+
+
 def check_backend(backend: str, device: str = "cpu") -> str:
     """`backend`, or a one-line error for an unknown one or an ONNX backend on another device than the CPU."""
-    if backend not in BACKENDS:
-        raise LayerpickError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if backend != "torch" and device not in ("cpu", "auto"):
-        raise LayerpickError(f"the {backend} backend runs on the CPU (onnxruntime's CPU provider): drop --device")
+    problem = backend_problem(backend, device)
+    if problem:
+        raise LayerpickError(problem)
     return backend
 
 

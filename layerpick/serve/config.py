@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
-from layerpick.export.load import BACKENDS
+from layerpick.export.load import backend_problem
 
 
 class ServeError(LayerpickError):
@@ -42,9 +42,7 @@ class ServeConfig:
                 raise ServeError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_wait_ms < 0:
             raise ServeError(f"--max-wait-ms must not be negative (got {self.max_wait_ms})")
-        if self.backend not in BACKENDS:
-            raise ServeError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        problem = check_threads(self.threads)
+        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
         if problem:
             raise ServeError(problem)
         from layerpick.core.models import resolve_device
