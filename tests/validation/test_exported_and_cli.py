@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny import LAYERS
 from typer.testing import CliRunner
 
 from layerpick.cli.app import app
 from layerpick.cli.errors import exit_code_for
 from layerpick.validation import TaskNotFoundError, ValidateConfig, run_validation
-from validation.helpers import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS, write_jsonl
+from tests.testkit.tiny import LAYERS
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 

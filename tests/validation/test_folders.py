@@ -4,7 +4,7 @@ import pytest
 
 from layerpick.errors import LayerpickError
 from layerpick.validation import TaskFormatError, read_folder, resolve_tasks
-from validation.helpers import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS, write_jsonl
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from mteb.models.abs_encoder import AbsEncoder
 from scipy.stats import spearmanr
-from tiny import LAYERS
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
@@ -19,7 +18,8 @@ from layerpick.validation import (
 )
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import ValidationReport, main_score, single_threaded_blas
-from validation.helpers import ALL_KINDS, failing_classification
+from tests.testkit.tasks import ALL_KINDS, failing_classification
+from tests.testkit.tiny import LAYERS
 
 SOME = [0, 2, LAYERS]  # first, middle, last: enough to catch a layer mix-up, cheaper than all five
 

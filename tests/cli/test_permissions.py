@@ -10,12 +10,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from validation.helpers import sts_folder
 
 from layerpick.bench.run import BenchConfig
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
+from tests.testkit.tasks import sts_folder
 
 UMASK = 0o002
 FILE, FOLDER = 0o666 & ~UMASK, 0o777 & ~UMASK

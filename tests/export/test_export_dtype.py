@@ -10,12 +10,12 @@ import pytest
 import torch
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
-from tiny import TEXTS
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import PARITY_TOLERANCE, export_model
+from tests.testkit.tiny import TEXTS
 
 LAYER = 2
 SAFETENSORS_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from validation.helpers import sts_folder
 
 from layerpick.cli.app import app
 from layerpick.validation import ValidateConfig, run_validation
+from tests.testkit.tasks import sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {

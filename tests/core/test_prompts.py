@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tiny import TEXTS, make_tokenizer
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, models, pre_tokenizers
 
 from layerpick.core.prompt_tokenizer import (
     added_tokens,
@@ -26,6 +25,7 @@ from layerpick.core.prompts import (
     parse_prompts,
     prompt_from_json,
 )
+from tests.testkit.tiny import TEXTS, make_tokenizer
 
 EOL = BUILTIN_TEMPLATES["eol"]
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import LAYERS, save_tiny
-from validation.helpers import sts_folder
 
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.st_layout import _module_classes
+from tests.testkit.tasks import sts_folder
+from tests.testkit.tiny import LAYERS, save_tiny
 
 TEXTS = ["The Quick Brown Fox.", "A model cut after K blocks", "Hello World!", "numbers like 42 AND 3.14"]
 PROMPTS = {"query": "query: ", "passage": "passage: "}

@@ -14,7 +14,6 @@ import onnx
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
-from tiny import TEXTS, make_model, make_tokenizer
 from typer.testing import CliRunner
 
 from layerpick.bench.config import BenchConfig, BenchError
@@ -31,6 +30,7 @@ from layerpick.export.onnx_encoder import OnnxEncoder
 from layerpick.export.onnx_graph import FLOAT_FILE, INT8_FILE, OnnxExportError
 from layerpick.serve.config import ServeConfig, ServeError
 from layerpick.serve.server import EmbeddingServer
+from tests.testkit.tiny import TEXTS, make_model, make_tokenizer
 
 LAYER = 2
 

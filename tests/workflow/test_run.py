@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from validation.helpers import failing_classification, sts_folder
 
 from layerpick.bench.run import BenchConfig
 from layerpick.errors import LayerpickError
@@ -15,6 +14,7 @@ from layerpick.selection import job as select_run
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
+from tests.testkit.tasks import failing_classification, sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 BENCH = BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False)

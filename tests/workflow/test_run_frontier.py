@@ -5,14 +5,14 @@ the speed budget, and bad input (one line, non-zero exit, nothing written)."""
 import subprocess
 
 import pytest
-from test_cli_errors import LAYERPICK, assert_one_line_error
-from validation.helpers import sts_folder
 
 from layerpick.bench.run import BenchConfig
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
+from tests.testkit.cli import LAYERPICK, assert_one_line_error
+from tests.testkit.tasks import sts_folder
 
 BENCH = BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=False)
 

@@ -2,7 +2,6 @@
 scoring with 2 views (the default) gives the same InfoNCE curve, and the same pick, as with 4."""
 
 import pytest
-from tiny import make_loaded
 
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig
@@ -10,6 +9,7 @@ from layerpick.metrics import get_metric
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig, score_layers
 from layerpick.selection.views import make_views
+from tests.testkit.tiny import make_loaded
 
 
 def test_the_first_two_views_do_not_depend_on_how_many_are_made():

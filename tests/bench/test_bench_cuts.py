@@ -99,7 +99,7 @@ def test_a_validation_of_another_model_is_refused(tmp_path):
 def layerpick(*args):
     import subprocess
 
-    from test_cli_errors import LAYERPICK
+    from tests.testkit.cli import LAYERPICK
 
     return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=600)
 
@@ -111,7 +111,7 @@ def layerpick(*args):
     (["--layers", "2", "--validation", "missing.json"], "validation not found: missing.json"),
 ])
 def test_bad_layers_are_one_line_and_write_nothing(tmp_path, args, message):
-    from test_cli_errors import assert_one_line_error
+    from tests.testkit.cli import assert_one_line_error
 
     out = tmp_path / "out"
     assert_one_line_error(layerpick("bench", "minilm-l6", "--output", str(out), *args), message)

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from validation.helpers import sts_folder
 
 from layerpick._util import interrupt
 from layerpick.bench.run import BenchConfig
 from layerpick.export.config import ExportConfig
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.run import LEDGER, RunConfig, run_workflow
+from tests.testkit.tasks import sts_folder
 
 # The entry point with one hook: `layerpick.cli.app.<hook>` is replaced by a function that writes MARKER (then
 # does the original's work, or sleeps as a long job would), so the test knows when to send SIGINT.

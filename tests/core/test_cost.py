@@ -12,7 +12,7 @@ from layerpick.core.cost import (
     layer_costs,
     layer_costs_for_config,
 )
-from tests import tiny
+from tests.testkit import tiny
 
 
 @pytest.mark.parametrize("family", sorted(tiny.CONFIGS))

@@ -349,8 +349,9 @@ def _broken(source: Path, target: Path, weights, *, tokenizer: bytes | None = No
 
 
 def _t5(folder: Path) -> Path:
-    from tiny import make_tokenizer
     from transformers import T5Config, T5Model
+
+    from tests.testkit.tiny import make_tokenizer
 
     T5Model(T5Config(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8, vocab_size=64)).save_pretrained(folder)
     make_tokenizer("llama").save_pretrained(folder)
@@ -358,7 +359,7 @@ def _t5(folder: Path) -> Path:
 
 
 def _pickle(folder: Path) -> Path:
-    from tiny import make_model, make_tokenizer
+    from tests.testkit.tiny import make_model, make_tokenizer
 
     model = make_model("llama")
     model.config.save_pretrained(folder)
@@ -369,8 +370,9 @@ def _pickle(folder: Path) -> Path:
 
 def _zero_token_model(folder: Path) -> Path:
     """A decoder whose normaliser removes format characters, so a zero-width space has no token."""
-    from tiny import make_model, make_tokenizer
     from tokenizers import normalizers
+
+    from tests.testkit.tiny import make_model, make_tokenizer
 
     tokenizer = make_tokenizer("llama")
     tokenizer.backend_tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=False)
