@@ -121,8 +121,8 @@ def export_model(
     with st_layout.atomic_directory(output, overwrite) as work:
         target = work / "export"
         notes = _save(loaded, work / "source", target, pooling_mode, unit, seq_length)
-        device = str(loaded.device)
-        diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        device = str(loaded.device)  # the parity check runs the export where the reference was computed
+        diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=pooling,
             normalize=normalize, max_seq_length=max_seq_length, load_options=load_options)
@@ -259,12 +259,12 @@ def _save(loaded: LoadedModel, staging: Path, target: Path, pooling: str, normal
 
 
 def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
-                 dtype: str = "float32") -> tuple[float, float]:
+                 dtype: str = "float32", *, device: str = "cpu") -> tuple[float, float]:
     """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
     return (max abs diff, tolerance) or raise ParityError."""
     from sentence_transformers import SentenceTransformer
 
-    encoder = SentenceTransformer(str(directory), device="cpu")
+    encoder = SentenceTransformer(str(directory), device=device)
     encoded = encoder.encode(list(texts), convert_to_tensor=True, batch_size=PARITY_BATCH_SIZE,
                              show_progress_bar=False)
     reference = reference.float().cpu()
