@@ -91,8 +91,8 @@ def model_setup(model: str, options: SourceOptions) -> Setup:
                   "dtype": options.load_options.dtype, "normalize": normalize}
     num_layers = loaded.num_layers
     facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
-             "device": str(loaded.device), **experiment, "num_layers": num_layers, "store": str(store.directory), "notes": list(loaded.notes),
-             "load_s": time.perf_counter() - began}
+             "device": str(loaded.device), **experiment, "num_layers": num_layers, "store": str(store.directory),
+             "notes": list(loaded.notes), "load_s": time.perf_counter() - began}
     return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
                  model_label(model), options.load_options.revision or fingerprint[:12], num_layers,
                  {k: k for k in range(num_layers + 1)}, normalize, experiment,
