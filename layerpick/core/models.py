@@ -177,7 +177,7 @@ def _resolve_source(name: str, options: LoadOptions) -> _Source:
     if "/" not in name:
         raise ModelNotFoundError(f"unknown model alias {name!r}{suggestion(name, aliases)} (known aliases: "
                                  f"{', '.join(aliases)}; or pass a hub id or a path)")
-    hub = resolve_hub_id(name, options.revision, aliases=aliases)
+    hub = resolve_hub_id(name, options.revision, needed_file=options.gguf_file or "config.json", aliases=aliases)
     return _Source(name, options.gguf_file, hub=hub)
 
 
