@@ -29,7 +29,8 @@ def export(
         "--normalize/--no-normalize", help="L2-normalise the embeddings (default: as the model's own "
         "sentence-transformers pipeline; no for other models).")] = None,
     max_seq_length: Annotated[
-        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: the model's sentence-transformers setting, else min(model limit, 512)).")
+        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: the "
+                                    "model's sentence-transformers setting, else min(model limit, 512)).")
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = False,
     format: Annotated[str, typer.Option(

@@ -28,7 +28,20 @@ _EXPORTS = {
     "LayerpickError": "layerpick.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CalibrationSet",
+    "CollectConfig",
+    "LayerStates",
+    "LayerpickError",
+    "LoadOptions",
+    "LoadedModel",
+    "collect",
+    "family_for",
+    "load_calibration",
+    "load_model",
+    "truncate_",
+    "truncated_copy",
+]
 
 if TYPE_CHECKING:
     from layerpick.core.calibration import CalibrationSet, load_calibration

@@ -13,6 +13,7 @@ into place (`atomic_directory`), and a staging folder whose files replace a targ
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from layerpick._util import interrupt
+
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
 
 def current_umask() -> int:
@@ -95,6 +98,12 @@ def staging_directory(target: Path) -> Iterator[Path]:
     try:
         yield staging
         done = True
+    except OSError as error:
+        if _written_under(error, staging):  # a full disk mid-write: name the user's path, not the staging one
+            from layerpick._util.outputs import OutputLocationError
+
+            raise OutputLocationError(f"cannot write {target}: {error.strerror or error}") from error
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if not done:
@@ -136,6 +145,11 @@ def swap_into_place(built: Path, target: Path, previous: Path) -> None:
         if previous.exists():
             previous.rename(target)
         raise
+
+
+def _written_under(error: OSError, folder: Path) -> bool:
+    names = [name for name in (error.filename, getattr(error, "filename2", None)) if name]
+    return error.errno in WRITE_ERRNOS and any(str(name).startswith(str(folder)) for name in names)
 
 
 def _remove_if_empty(path: Path) -> None:

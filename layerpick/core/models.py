@@ -136,11 +136,21 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
         model = _load_weights(path, options, from_gguf=bool(source.gguf_file), local_only=local_only)
         tokenizer = load_tokenizer(path, options, local_only=local_only)
     family = surgery.family_for(model)
-    pipeline = read_pipeline(lambda name: hub_file(source.hub, name)) if source.hub else \
-        read_pipeline(local_fetcher(source.path))
+    pipeline = _pipeline(source, tokenizer, family, notes)
+    return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)
+
+
+def _pipeline(source: "_Source", tokenizer, family: surgery.Family, notes: list[str]) -> Pipeline:
+    """The source's own sentence-transformers pipeline; its lower-casing goes into the tokenizer (as
+    sentence-transformers does), a pooling layerpick lacks into the notes."""
+    fetch = (lambda name: hub_file(source.hub, name)) if source.hub else local_fetcher(source.path)
+    pipeline = read_pipeline(fetch)
     if pipeline.do_lower_case:
         lowercase_tokenizer(tokenizer)
-    return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)
+    if pipeline.pooling and pipeline.pooling not in POOLING_MODES:
+        notes.append(f"the source pools with {pipeline.pooling!r}, which layerpick does not implement; "
+                     f"layerpick uses {family.default_pooling!r} pooling")
+    return pipeline
 
 
 def load_tokenizer(path: str, options: LoadOptions = LoadOptions(), *, local_only: bool = False):
@@ -172,7 +182,7 @@ def _resolve_source(name: str, options: LoadOptions) -> _Source:
     if "/" not in name:
         raise ModelNotFoundError(f"unknown model alias {name!r}{suggestion(name, aliases)} (known aliases: "
                                  f"{', '.join(aliases)}; or pass a hub id or a path)")
-    hub = resolve_hub_id(name, options.revision, aliases=aliases)
+    hub = resolve_hub_id(name, options.revision, needed_file=options.gguf_file or "config.json", aliases=aliases)
     return _Source(name, options.gguf_file, hub=hub)
 
 

@@ -135,8 +135,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
         notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length)
-        device = str(loaded.device)
-        diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        device = str(loaded.device)  # the parity check runs the export where the reference was computed
+        diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
         onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
@@ -289,12 +289,12 @@ def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target:
 
 
 def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
-                 dtype: str = "float32") -> tuple[float, float]:
+                 dtype: str = "float32", *, device: str = "cpu") -> tuple[float, float]:
     """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
     return (max abs diff, tolerance) or raise ParityError."""
     from sentence_transformers import SentenceTransformer
 
-    encoder = SentenceTransformer(str(directory), device="cpu")
+    encoder = SentenceTransformer(str(directory), device=device)
     encoded = encoder.encode(list(texts), convert_to_tensor=True, batch_size=PARITY_BATCH_SIZE,
                              show_progress_bar=False)
     reference = reference.float().cpu()

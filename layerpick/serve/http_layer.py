@@ -8,8 +8,9 @@ Standard library only (`http.server.ThreadingHTTPServer`), because the HTTP laye
 One request per connection (HTTP/1.0 semantics): every accepted connection is exactly one request in
 flight, which makes draining on shutdown exact. The listen backlog is long (`request_queue_size`), so a burst
 of connections waits its turn instead of being reset, and `accept_pending` lets a drain answer the
-connections the kernel has already accepted on the server's behalf before the socket is closed. The app (`layerpick.serve.server.EmbeddingServer`) supplies
-`config`, `health_response()` and `embeddings_response(body)`; each returns (status, JSON payload).
+connections the kernel has already accepted on the server's behalf before the socket is closed. The app
+(`layerpick.serve.server.EmbeddingServer`) supplies `config`, `health_response()` and
+`embeddings_response(body)`; each returns (status, JSON payload).
 """
 
 from __future__ import annotations

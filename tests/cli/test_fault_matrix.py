@@ -334,7 +334,8 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-def _broken(source: Path, target: Path, weights, *, tokenizer: bytes | None = None, config: bytes | None = None) -> Path:
+def _broken(source: Path, target: Path, weights, *, tokenizer: bytes | None = None,
+            config: bytes | None = None) -> Path:
     import shutil
 
     shutil.copytree(source, target)

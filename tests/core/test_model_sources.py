@@ -181,3 +181,14 @@ def test_a_folder_without_write_permission_is_refused(tmp_path):
             check_output_location(locked / "out", "--output")
     finally:
         locked.chmod(0o755)
+
+
+def test_a_disk_that_fills_while_writing_names_the_users_path(tmp_path):
+    from layerpick._util.atomic import atomic_directory
+
+    target = tmp_path / "export"
+    with pytest.raises(OutputLocationError) as error:
+        with atomic_directory(target) as work:
+            raise OSError(errno.ENOSPC, "No space left on device", str(work / "model.safetensors"))
+    assert str(error.value) == f"cannot write {target}: No space left on device"
+    assert list(tmp_path.iterdir()) == []
