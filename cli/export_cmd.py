@@ -87,5 +87,7 @@ def _render_onnx(console: Console, onnx: dict | None) -> None:
     int8 = onnx.get("int8")
     if int8:
         cosines = " ".join(f"{value:.4f}" for value in int8["cosine_to_float"])
-        console.print(f"  onnx int8   {int8['file']} {int8['bytes'] / 1e6:.1f} MB; cosine to the float export "
-                      f"min {int8['min_cosine']:.4f} (per text: {cosines})")
+        kept = int8["kept_float32"]
+        console.print(f"  onnx int8   {int8['file']} {int8['bytes'] / 1e6:.1f} MB ({kept['matmuls']} of {kept['of']} "
+                      f"MatMuls kept float32); cosine to the float export min {int8['min_cosine']:.4f} "
+                      f"(per text: {cosines})")

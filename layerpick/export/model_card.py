@@ -306,17 +306,25 @@ def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
                      f"torch export (relative to the largest value)")]
     if onnx.get("int8"):
         int8 = onnx["int8"]
-        rows.append(("onnx int8", f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB; cosine to the float export "
-                                  f"at least {int8['min_cosine']:.4f} on the parity texts"))
+        kept = int8.get("kept_float32") or {}
+        rows.append(("onnx int8", f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB ({kept.get('matmuls', 0)} of "
+                                  f"{kept.get('of', '?')} MatMuls kept float32); cosine to the float export at "
+                                  f"least {int8['min_cosine']:.4f} on the parity texts"))
     return rows
 
 
 def _usage(facts: ExportFacts) -> str:
-    return (
+    text = (
         "## Usage\n\n```python\nfrom sentence_transformers import SentenceTransformer\n\n"
         'model = SentenceTransformer("path/to/this/directory")\n'
         'embeddings = model.encode(["a sentence", "another one"])\n```\n'
     )
+    if facts.onnx:
+        text += (f"\nThe ONNX graph `{facts.onnx['file']}` (float32; inputs {', '.join(facts.onnx['inputs'])}; "
+                 f"output {facts.onnx['output']}) is what text-embeddings-inference's ONNX Runtime backend and "
+                 "infinity's optimum engine load; sentence-transformers loads it with `backend=\"onnx\"` where "
+                 "optimum-onnx is installed, and `layerpick serve DIR --backend onnx` runs it with onnxruntime.\n")
+    return text
 
 
 def _reproduce(facts: ExportFacts) -> str:

@@ -91,14 +91,18 @@ class OnnxEncoder:
         return self.tokenizer(list(texts), padding=True, truncation="longest_first", max_length=self.max_seq_length,
                               return_tensors="pt")
 
-    def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(states (B, T, D), attention mask (B, T)) for one batch of texts."""
+    def feed(self, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """(the graph's inputs, attention mask (B, T)) for one batch of texts."""
         features = self.preprocess(texts)
         ids = features["input_ids"]
         feed = {name: (features[name] if name in features else torch.zeros_like(ids)).numpy().astype(np.int64)
                 for name in self.input_names}
-        states = self.session.run([OUTPUT_NAME], feed)[0]
-        return states, features["attention_mask"].numpy()
+        return feed, features["attention_mask"].numpy()
+
+    def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(states (B, T, D), attention mask (B, T)) for one batch of texts."""
+        feed, mask = self.feed(texts)
+        return self.session.run([OUTPUT_NAME], feed)[0], mask
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int = 32) -> list[np.ndarray]:
         """Each text's token states without padding, like encode(output_value='token_embeddings')."""

@@ -3,7 +3,8 @@
 Owns: the file names (`onnx/model.onnx`, `onnx/model_quantized.onnx`), the check that the optional `onnx` extra
 is installed, tracing the cut model with `torch.onnx.export` (the torch.export-based exporter, which needs
 `onnxscript`; optimum's exporter pins transformers < 4.58 and cannot run beside transformers 5), and dynamic
-int8 quantisation with `onnxruntime.quantization`. Checking what the graphs compute is `onnx_step`'s job.
+int8 quantisation with `onnxruntime.quantization`, keeping float32 the MatMuls whose inputs carry outliers
+(`outlier_matmuls`). Checking what the graphs compute is `onnx_step`'s job.
 
 The graph maps the tokenizer's inputs to token states: inputs `input_ids`, `attention_mask` and, when the
 tokenizer makes them, `token_type_ids` (int64, batch x sequence, both axes dynamic); output `last_hidden_state`
@@ -23,6 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -37,6 +39,7 @@ OUTPUT_NAME = "last_hidden_state"
 INPUT_ORDER = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
 SAMPLE_TOKENS = 8  # the traced example stays short: inside every position limit, few unrolled steps
+OUTLIER_RATIO = 60.0  # a MatMul whose input peaks above this many times its RMS stays float32 in the int8 graph
 EXTERNAL_DATA_BYTES = 1_800_000_000  # one protobuf file holds at most 2 GB; larger weights go beside it
 EXPORT_PACKAGES = ("onnx", "onnxruntime", "onnxscript")  # the `onnx` extra of pyproject.toml
 RUNTIME_PACKAGES = ("onnxruntime",)
@@ -99,19 +102,27 @@ def export_graph(model: nn.Module, tokenizer, path: Path, sample_texts: Sequence
 
 
 class _quiet_exporter:
-    """Silence the exporter's own warnings and log lines (missing torchvision ops, deprecations)."""
+    """Silence the exporter's and the quantiser's own warnings and log lines (missing torchvision ops,
+    deprecations, onnxruntime's advice to pre-process, which it logs on the root logger)."""
 
     def __enter__(self):
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("ignore")
-        self._logger = logging.getLogger("torch.onnx")
-        self._level = self._logger.level
-        self._logger.setLevel(logging.ERROR)
+        self._loggers = [(log, log.level) for log in (logging.getLogger("torch.onnx"), logging.getLogger())]
+        for log, _ in self._loggers:
+            log.setLevel(logging.ERROR)
+        root = logging.getLogger()
+        self._null = logging.NullHandler() if not root.handlers else None  # or logging.warning() configures it
+        if self._null:
+            root.addHandler(self._null)
         return self
 
     def __exit__(self, *exc):
-        self._logger.setLevel(self._level)
+        for log, level in self._loggers:
+            log.setLevel(level)
+        if self._null:
+            logging.getLogger().removeHandler(self._null)
         return self._warnings.__exit__(*exc)
 
 
@@ -128,18 +139,54 @@ def _reason(error: BaseException) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def quantize_int8(source: Path, target: Path) -> None:
-    """Dynamic int8 quantisation (int8 weights, activations quantised per call) of the graph at `source`."""
+def quantize_int8(source: Path, target: Path, keep_float: Sequence[str] = ()) -> None:
+    """Dynamic int8 quantisation (int8 weights, activations quantised per call) of the graph at `source`,
+    leaving the nodes named in `keep_float` in float32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     external = len(graph_files(source.parent, source.name)) > 1
     try:
         with _quiet_exporter():
             quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
-                             use_external_data_format=external)
+                             use_external_data_format=external, nodes_to_exclude=list(keep_float))
     except Exception as error:  # noqa: BLE001
         raise OnnxExportError(f"int8 quantisation failed: {_reason(error)}") from error
-    logger.info("wrote %s", target)
+    logger.info("wrote %s (%d nodes kept in float32)", target, len(keep_float))
+
+
+def outlier_matmuls(source: Path, batches: Sequence[tuple[dict, np.ndarray]],
+                    ratio: float = OUTLIER_RATIO) -> tuple[list[str], int]:
+    """The weight MatMuls of the graph at `source` whose input, on the calibration `batches` ((feed, mask)
+    pairs), peaks above `ratio` times its root mean square; and how many weight MatMuls there are.
+
+    Dynamic quantisation gives each activation one int8 scale per call: an input whose peak is 60 times its
+    RMS (the massive activations that decoders feed their MLP down-projections) keeps a handful of levels for
+    its typical values, so those MatMuls stay float. A graph with external weights is not probed ([])."""
+    import onnx
+    import onnxruntime as ort
+
+    if len(graph_files(source.parent, source.name)) > 1:
+        return [], 0
+    model = onnx.load(str(source))
+    constants = {tensor.name for tensor in model.graph.initializer}
+    nodes = [node for node in model.graph.node
+             if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants]
+    probed = sorted({node.input[0] for node in nodes} - {output.name for output in model.graph.output})
+    model.graph.output.extend(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+                              for name in probed)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    del model
+    peak, squares, count = dict.fromkeys(probed, 0.0), dict.fromkeys(probed, 0.0), dict.fromkeys(probed, 0)
+    for feed, mask in batches:
+        for name, values in zip(probed, session.run(probed, feed)):
+            values = values[mask.astype(bool)] if values.shape[:2] == mask.shape else values
+            values = values.astype(np.float64)
+            peak[name] = max(peak[name], float(np.abs(values).max(initial=0.0)))
+            squares[name] += float((values ** 2).sum())
+            count[name] += values.size
+    rms = {name: (squares[name] / count[name]) ** 0.5 if count[name] else 0.0 for name in probed}
+    kept = [node.name for node in nodes if rms.get(node.input[0]) and peak[node.input[0]] > ratio * rms[node.input[0]]]
+    return kept, len(nodes)
 
 
 def graph_files(directory: Path, file: str) -> list[Path]:

@@ -118,6 +118,9 @@ def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
     int8 = section["int8"]
     assert int8["file"] == INT8_FILE and int8["bytes"] == (llama_export / INT8_FILE).stat().st_size
     assert len(int8["cosine_to_float"]) == 8 and min(int8["cosine_to_float"]) >= int8["threshold"] == 0.99
+    kept = int8["kept_float32"]
+    assert kept["of"] == 2 * 7 and 0 <= kept["matmuls"] <= kept["of"]  # 7 weight MatMuls per Llama block
+    assert kept["outlier_ratio"] == onnx_graph.OUTLIER_RATIO and kept["calibration_texts"] == 32
     assert metadata["command"].endswith("--format onnx --quantize int8")
     card = (llama_export / "README.md").read_text()
     assert "`onnx/model.onnx`" in card and "`onnx/model_quantized.onnx`" in card
@@ -333,6 +336,34 @@ def test_parity_check_measures_relative_to_the_largest_value():
     far = _Fixed(tokens, sentences + np.float32(6e-4))  # 1.2e-4 of 5
     with pytest.raises(onnx_step.OnnxParityError, match="differs from the torch export by 0.00012"):
         onnx_step.check_parity(reference, far, ["x"])
+
+
+def test_outlier_matmuls_keeps_the_matmuls_fed_by_outliers(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.eye(64, dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "w"], ["out_a"], name="fed_by_outliers"),
+         helper.make_node("MatMul", ["b", "w"], ["out_b"], name="fed_by_normal_values"),
+         helper.make_node("MatMul", ["a", "b2"], ["out_c"], name="no_weight")],
+        "probe", [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["B", "T", 64]) for name in ("a", "b")]
+        + [helper.make_tensor_value_info("b2", TensorProto.FLOAT, ["B", 64, 64])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("out_a", "out_b", "out_c")],
+        [weight])
+    path = tmp_path / "probe.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 100, 64)).astype(np.float32)
+    a[0, 3, 1] = 1000.0  # one massive activation: peak / RMS about 110
+    a[1, 99] = 1e6  # a padded position: ignored
+    mask = np.ones((2, 100), np.int64)
+    mask[1, 99] = 0
+    b = rng.normal(size=(2, 100, 64)).astype(np.float32)
+    b[1, 99] = 1e6
+    feed = {"a": a, "b": b, "b2": np.zeros((2, 64, 64), np.float32)}
+    assert onnx_graph.outlier_matmuls(path, [(feed, mask)]) == (["fed_by_outliers"], 2)
+    a[0, 3, 1] = 1.0
+    assert onnx_graph.outlier_matmuls(path, [(feed, mask)]) == ([], 2)
 
 
 def test_int8_below_the_threshold_is_refused(llama_export, tmp_path, monkeypatch):
