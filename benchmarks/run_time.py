@@ -76,7 +76,8 @@ def warm_up(tree: Path) -> None:
 
 def render(runs: list[dict], args) -> str:
     lines = ["# `layerpick run` (no options): before and after", "",
-             f"Command: `python benchmarks/run_time.py --before {args.before} --repeats {args.repeats}`", "",
+             f"Command: `python benchmarks/run_time.py --before {args.before} --repeats {args.repeats}"
+             + (f" --run-args '{args.run_args}'" if args.run_args else "") + "`", "",
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}. "
              f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `before` is revision `{args.before}` "
              f"({args.before_commit}), `after` is {args.after_commit}; they ran alternately (ABBA), each in a fresh "

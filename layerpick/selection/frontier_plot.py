@@ -18,7 +18,7 @@ MARKS = {  # label -> (marker, colour)
     "best": ("^", "tab:orange"),
     "last": ("v", "tab:gray"),
 }
-SPEEDUP_TICKS = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 30.0, 50.0, 100.0)
+SPEEDUP_TICKS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 30.0, 50.0, 100.0)
 
 
 def pyplot():
