@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ from tests.testkit.tiny import CONFIGS, LAYERS, TEXTS, make_model, make_tokenize
 
 FAMILIES = sorted(CONFIGS)
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_POINT = ROOT / ".venv" / "bin" / "layerpick"
+ENTRY_POINT = Path(sys.executable).parent / "layerpick"  # the console script of the running environment
 
 
 @pytest.fixture(scope="session")
