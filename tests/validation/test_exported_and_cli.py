@@ -12,7 +12,7 @@ from tiny import LAYERS
 from typer.testing import CliRunner
 
 from layerpick.validation import TaskNotFoundError, run_validation
-from validation.helpers import ALL_KINDS, write_jsonl
+from validation.helpers import ALL_KINDS
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 
