@@ -65,9 +65,10 @@ def sts_scores(encoder, tasks, batch_size: int = 32) -> dict[str, float]:
 
 
 def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
-    """The export with its ONNX graphs, and the int8 facts. When the export refuses the int8 graph (cosine to
-    the float graph below 0.99), the float export is made and the int8 graph is quantised here the same way,
-    so that its speed and STS cost can be shown; it is marked refused."""
+    """The export with its float ONNX graph, and its int8 graph made by the export's own int8 step
+    (`onnx_step`): when that step refuses the graph (cosine to the float graph below 0.99 on the parity texts),
+    `export --quantize int8` would write nothing, so the graph is quantised here the same way and marked
+    refused, to show what it would cost."""
     from layerpick.core.calibration import load_calibration
     from layerpick.export import onnx_graph, onnx_step
     from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
@@ -76,27 +77,26 @@ def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
 
     out = work / f"{model}-k{layer}"
     facts_file = work / f"{model}-k{layer}.int8.json"
-    metadata = read_metadata(out) or {}
-    if metadata.get("layer") == layer and facts_file.is_file() and (out / onnx_graph.INT8_FILE).is_file():
+    if (read_metadata(out) or {}).get("layer") == layer and facts_file.is_file():
         log(f"reusing {out}")
         return out, json.loads(facts_file.read_text())
     log(f"exporting {model} layer {layer} to {out}")
+    export_model(model, layer, out, overwrite=True, progress=False, format="onnx")
+    graph, texts = OnnxEncoder(out), list(DEFAULT_PARITY_TEXTS)
     try:
-        export_model(model, layer, out, overwrite=True, progress=False, format="onnx", quantize="int8")
-        int8 = read_metadata(out)["onnx"]["int8"]
-        facts = {"refused": None, "min_cosine": int8["min_cosine"], "bytes": int8["bytes"]}
+        int8 = onnx_step._int8(out, graph, texts)
+        facts = {"refused": None, "min_cosine": int8["min_cosine"], "bytes": int8["bytes"],
+                 "kept_float32": int8["kept_float32"]}
     except onnx_step.OnnxParityError as refusal:
         log(f"int8 refused: {refusal}; quantising here to show its cost")
-        export_model(model, layer, out, overwrite=True, progress=False, format="onnx")
-        graph = OnnxEncoder(out)
         calibration = load_calibration(limit=onnx_step.CALIBRATION_TEXTS, seed=0).texts
-        kept, _ = onnx_graph.outlier_matmuls(out / onnx_graph.FLOAT_FILE,
-                                             [graph.feed(calibration[i:i + 8]) for i in range(0, len(calibration), 8)])
+        kept, matmuls = onnx_graph.outlier_matmuls(
+            out / onnx_graph.FLOAT_FILE, [graph.feed(calibration[i:i + 8]) for i in range(0, len(calibration), 8)])
         onnx_graph.quantize_int8(out / onnx_graph.FLOAT_FILE, out / onnx_graph.INT8_FILE, kept)
-        texts = list(DEFAULT_PARITY_TEXTS)
         cosines = onnx_step.cosine_rows(graph.encode(texts), OnnxEncoder(out, onnx_graph.INT8_FILE).encode(texts))
         facts = {"refused": str(refusal), "min_cosine": min(cosines),
-                 "bytes": onnx_graph.graph_bytes(out, onnx_graph.INT8_FILE)}
+                 "bytes": onnx_graph.graph_bytes(out, onnx_graph.INT8_FILE),
+                 "kept_float32": {"matmuls": len(kept), "of": matmuls}}
     facts_file.write_text(json.dumps(facts))
     return out, facts
 
@@ -140,6 +140,7 @@ def measure(model: str, layer: int, args, tasks, full_scores: dict) -> dict:
              "cut onnx int8": int8["bytes"]}
     return {"model": model, "layer": layer, "num_layers": metadata["num_layers"], "speed": speed, "scores": scores,
             "sizes": sizes, "int8_min_cosine": int8["min_cosine"], "int8_refused": int8["refused"] is not None,
+            "int8_kept": int8["kept_float32"],
             "onnx_parity": max(metadata["onnx"]["parity"]["token_states_max_rel_diff"],
                                metadata["onnx"]["parity"]["embeddings_max_rel_diff"])}
 
@@ -172,9 +173,11 @@ def render(results: list[dict], args, samples: str, load_before: str, load_after
               "(layerpick.json); int8 graph vs float graph, lowest cosine on the parity texts (at least 0.99 or "
               "`export --quantize int8` refuses it; a refused graph is quantised by this script the same way, to "
               "show what it would cost).", "",
-              "| model | layer | onnx parity | int8 min cosine | int8 export |", "|---|---|---|---|---|"]
+              "| model | layer | onnx parity | int8 min cosine | MatMuls kept float32 | int8 export |",
+              "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['layer']} | {r['onnx_parity']:.1e} | {r['int8_min_cosine']:.4f} | "
-              f"{'refused' if r['int8_refused'] else 'written'} |" for r in results]
+              f"{r['int8_kept']['matmuls']} of {r['int8_kept']['of']} | {'refused' if r['int8_refused'] else 'written'} |"
+              for r in results]
     lines += ["", f"Load average before: `{load_before}`; after: `{load_after}` (the machine is shared; "
               f"2 cores). Wall time {seconds / 60:.1f} min.", "", "Produced by:", "", "```bash",
               "PYTHONPATH=. .venv/bin/python benchmarks/cpu_backends.py " + " ".join(sys.argv[1:]) + " > benchmarks/results/cpu_backends.md", "```", ""]
