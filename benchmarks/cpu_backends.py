@@ -64,19 +64,42 @@ def sts_scores(encoder, tasks, batch_size: int = 32) -> dict[str, float]:
     return scores
 
 
-def export(model: str, layer: int, work: Path) -> Path:
+def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
+    """The export with its float ONNX graph, and its int8 graph made by the export's own int8 step
+    (`onnx_step`): when that step refuses the graph (cosine to the float graph below 0.99 on the parity texts),
+    `export --quantize int8` would write nothing, so the graph is quantised here the same way and marked
+    refused, to show what it would cost."""
+    from layerpick.core.calibration import load_calibration
+    from layerpick.export import onnx_graph, onnx_step
     from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
     from layerpick.export.load import read_metadata
+    from layerpick.export.onnx_encoder import OnnxEncoder
 
     out = work / f"{model}-k{layer}"
-    metadata = read_metadata(out) or {}
-    if (metadata.get("onnx") or {}).get("int8") and metadata.get("layer") == layer:
+    facts_file = work / f"{model}-k{layer}.int8.json"
+    if (read_metadata(out) or {}).get("layer") == layer and facts_file.is_file():
         log(f"reusing {out}")
-        return out
+        return out, json.loads(facts_file.read_text())
     log(f"exporting {model} layer {layer} to {out}")
-    export_model(model, layer, out, ExportConfig(overwrite=True, progress=False, format="onnx", quantize="int8"))
-    return out
+    export_model(model, layer, out, ExportConfig(overwrite=True, progress=False, format="onnx"))
+    graph, texts = OnnxEncoder(out), list(DEFAULT_PARITY_TEXTS)
+    try:
+        int8 = onnx_step._int8(out, graph, texts)
+        facts = {"refused": None, "min_cosine": int8["min_cosine"], "bytes": int8["bytes"],
+                 "kept_float32": int8["kept_float32"]}
+    except onnx_step.OnnxParityError as refusal:
+        log(f"int8 refused: {refusal}; quantising here to show its cost")
+        calibration = load_calibration(limit=onnx_step.CALIBRATION_TEXTS, seed=0).texts
+        kept, matmuls = onnx_graph.outlier_matmuls(
+            out / onnx_graph.FLOAT_FILE, [graph.feed(calibration[i:i + 8]) for i in range(0, len(calibration), 8)])
+        onnx_graph.quantize_int8(out / onnx_graph.FLOAT_FILE, out / onnx_graph.INT8_FILE, kept)
+        cosines = onnx_step.cosine_rows(graph.encode(texts), OnnxEncoder(out, onnx_graph.INT8_FILE).encode(texts))
+        facts = {"refused": str(refusal), "min_cosine": min(cosines),
+                 "bytes": onnx_graph.graph_bytes(out, onnx_graph.INT8_FILE),
+                 "kept_float32": {"matmuls": len(kept), "of": matmuls}}
+    facts_file.write_text(json.dumps(facts))
+    return out, facts
 
 
 def encoders(exported: Path, model: str, work: Path) -> dict:
@@ -98,7 +121,7 @@ def measure(model: str, layer: int, args, tasks, full_scores: dict) -> dict:
     from layerpick.bench.run import bench_texts
     from layerpick.bench.timing import split_batches, time_side_by_side
 
-    exported = export(model, layer, args.work)
+    exported, int8 = export(model, layer, args.work)
     metadata = json.loads((exported / "layerpick.json").read_text())
     models = encoders(exported, model, args.work)
     texts = bench_texts(args.texts)
@@ -115,9 +138,10 @@ def measure(model: str, layer: int, args, tasks, full_scores: dict) -> dict:
         scores[name] = sts_scores(encoder, tasks)
     full_scores.setdefault(model, scores["full torch"])
     sizes = {"full torch": None, "cut torch": metadata["weights_bytes"], "cut onnx": metadata["onnx"]["bytes"],
-             "cut onnx int8": metadata["onnx"]["int8"]["bytes"]}
+             "cut onnx int8": int8["bytes"]}
     return {"model": model, "layer": layer, "num_layers": metadata["num_layers"], "speed": speed, "scores": scores,
-            "sizes": sizes, "int8_min_cosine": metadata["onnx"]["int8"]["min_cosine"],
+            "sizes": sizes, "int8_min_cosine": int8["min_cosine"], "int8_refused": int8["refused"] is not None,
+            "int8_kept": int8["kept_float32"],
             "onnx_parity": max(metadata["onnx"]["parity"]["token_states_max_rel_diff"],
                                metadata["onnx"]["parity"]["embeddings_max_rel_diff"])}
 
@@ -141,14 +165,20 @@ def render(results: list[dict], args, samples: str, load_before: str, load_after
             score = result["scores"][name]
             size = result["sizes"][name]
             layer = f"{result['layer']} of {result['num_layers']}" if name != "full torch" else str(result["num_layers"])
-            lines.append(f"| {result['model']} | {layer} | {name} | {one:.1f} | {many:.1f} | {ratio1:.2f}x | "
+            label = f"{name} (refused by export)" if name == "cut onnx int8" and result["int8_refused"] else name
+            lines.append(f"| {result['model']} | {layer} | {label} | {one:.1f} | {many:.1f} | {ratio1:.2f}x | "
                          f"{ratio32:.2f}x | {score['STSBenchmark']:.4f} | {score['SICK-R']:.4f} | "
                          f"{score['BIOSSES']:.4f} | {score['mean']:.4f} | "
                          f"{'-' if size is None else f'{size / 1e6:.1f}'} |")
-    lines += ["", "Export checks (from each layerpick.json): ONNX graph vs torch export, max difference relative "
-              "to the largest value; int8 graph vs float graph, lowest cosine on the parity texts.", "",
-              "| model | layer | onnx parity | int8 min cosine |", "|---|---|---|---|"]
-    lines += [f"| {r['model']} | {r['layer']} | {r['onnx_parity']:.1e} | {r['int8_min_cosine']:.4f} |" for r in results]
+    lines += ["", "Export checks: ONNX graph vs torch export, max difference relative to the largest value "
+              "(layerpick.json); int8 graph vs float graph, lowest cosine on the parity texts (at least 0.99 or "
+              "`export --quantize int8` refuses it; a refused graph is quantised by this script the same way, to "
+              "show what it would cost).", "",
+              "| model | layer | onnx parity | int8 min cosine | MatMuls kept float32 | int8 export |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['layer']} | {r['onnx_parity']:.1e} | {r['int8_min_cosine']:.4f} | "
+              f"{r['int8_kept']['matmuls']} of {r['int8_kept']['of']} | {'refused' if r['int8_refused'] else 'written'} |"
+              for r in results]
     lines += ["", f"Load average before: `{load_before}`; after: `{load_after}` (the machine is shared; "
               f"2 cores). Wall time {seconds / 60:.1f} min.", "", "Produced by:", "", "```bash",
               "PYTHONPATH=. .venv/bin/python benchmarks/cpu_backends.py " + " ".join(sys.argv[1:]) + " > benchmarks/results/cpu_backends.md", "```", ""]

@@ -4,7 +4,7 @@
 # Exports smollm2-135m (layer 28) and minilm-l6 (layer 4) with --format onnx --quantize int8 using the project's
 # venv, makes a separate venv under WORK with infinity-emb 0.0.78 (torch pinned from constraints.txt FIRST: any
 # other torch requirement would pull a multi-GB CUDA build; infinity pins sentence-transformers<4 and numpy<2,
-# and sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<4.58), serves each export
+# and sentence-transformers' ONNX backend needs optimum, which pins transformers below 5), serves each export
 # with infinity over HTTP and loads it with sentence-transformers' backend="onnx", and compares the vectors
 # with the project's sentence-transformers. Writes benchmarks/results/engines.md.
 #
@@ -26,7 +26,11 @@ if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "== installing infinity-emb 0.0.78 into $VENV"
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/pip" install -q -c "$ROOT/constraints.txt" torch==2.13.0
-    "$VENV/bin/pip" install -q -c "$ROOT/constraints.txt" "infinity-emb[server,torch,optimum]==0.0.78"
+    # optimum < 2: with optimum 2 (optimum-onnx 0.1.0), infinity 0.0.78's optimum engine cannot open a local
+    # directory (it passes the graph's absolute path as `file_name`, which optimum-onnx compares with bare
+    # file names); optimum 1.27 opens it. sentence-transformers 3.4's backend="onnx" works with either.
+    "$VENV/bin/pip" install -q -c "$ROOT/constraints.txt" "infinity-emb[server,torch,optimum]==0.0.78" \
+        "optimum[onnxruntime]<2"
 fi
 
 echo "== serving with infinity and loading with sentence-transformers' ONNX backend"

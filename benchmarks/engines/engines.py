@@ -9,7 +9,8 @@
   report WORK   (project venv)  the markdown table, on stdout
 
 The engines venv cannot be the project's: infinity-emb 0.0.78 pins sentence-transformers<4 and numpy<2, and
-sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<4.58.
+sentence-transformers' ONNX backend needs optimum (1.x, or optimum-onnx for 2.x), which pins transformers below 5.
+An export whose int8 graph `export --quantize int8` refuses is exported without it, and its int8 rows say so.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def report(work: Path) -> None:
     header, rows = lines[0], lines[1:]
     versions = ", ".join(f"{name} {version}" for name, version in header["versions"].items())
     out = ["# Serving engines: do they give an export's vectors?", "",
-           "Each export (made with `layerpick export ... --format onnx --quantize int8`) is served by "
+           "Each export (made with `layerpick export MODEL --layer K --format onnx --quantize int8`, or without "
+           "`--quantize` when the export refuses the int8 graph) is served by "
            "infinity-emb over HTTP (`infinity_emb v2 --model-id DIR --device cpu ...`) and loaded by "
            "sentence-transformers' own ONNX backend in a separate virtual environment; the vectors of "
            f"{rows[0]['texts']} texts are compared with the project's sentence-transformers on the same directory "

@@ -140,14 +140,14 @@ def _reason(error: BaseException) -> str:
 
 
 def quantize_int8(source: Path, target: Path, keep_float: Sequence[str] = ()) -> None:
-    """Dynamic int8 quantisation (int8 weights, activations quantised per call) of the graph at `source`,
-    leaving the nodes named in `keep_float` in float32."""
+    """Dynamic int8 quantisation (int8 weights with one scale per output channel, activations quantised per
+    call) of the graph at `source`, leaving the nodes named in `keep_float` in float32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     external = len(graph_files(source.parent, source.name)) > 1
     try:
         with _quiet_exporter():
-            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
                              use_external_data_format=external, nodes_to_exclude=list(keep_float))
     except Exception as error:  # noqa: BLE001
         raise OnnxExportError(f"int8 quantisation failed: {_reason(error)}") from error

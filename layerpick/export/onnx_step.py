@@ -3,7 +3,8 @@
 Owns: checking the request before any model is loaded (formats, quantisations, the optional extra, a float32
 CPU model), writing the graph beside the sentence-transformers files, proving it against the torch export
 (token states and sentence embeddings equal to 1e-4 of the largest value, on the parity texts), the int8
-graph and its per-text cosine against the float graph (at least 0.99, else a refusal), and the `onnx`
+graph (MatMuls fed by outliers on calibration texts kept float32) and its per-text cosine against the float
+graph on the parity texts (at least 0.99, else a refusal), and the `onnx`
 section of `layerpick.json`. A failed check raises, and the export's atomic directory leaves nothing behind.
 """
 
@@ -125,7 +126,8 @@ def _int8(target: Path, graph, texts: Sequence[str]) -> dict[str, Any]:
         raise OnnxParityError(f"--quantize int8 refused: the int8 graph's cosine to the float export falls to "
                               f"{lowest:.4f} on the parity texts (at least {INT8_MIN_COSINE} required)")
     return {"file": INT8_FILE, "bytes": onnx_graph.graph_bytes(target, INT8_FILE),
-            "method": "onnxruntime.quantization.quantize_dynamic (int8 weights, activations quantized per call)",
+            "method": "onnxruntime.quantization.quantize_dynamic (int8 weights per output channel, activations "
+                      "quantized per call)",
             "kept_float32": {"matmuls": len(kept), "of": matmuls, "outlier_ratio": onnx_graph.OUTLIER_RATIO,
                              "calibration_texts": len(calibration)},
             "cosine_to_float": [round(value, 6) for value in cosines], "min_cosine": lowest,
