@@ -22,9 +22,10 @@ def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
     layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L).")] = None,
     report: Annotated[
-        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling and representation.")
+        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling, representation and prompt template.")
     ] = None,
     pooling: opt.Pooling = None,
+    prompt: opt.Prompt = None,
     normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the embeddings.")] = False,
     max_seq_length: Annotated[
         Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: min(model limit, 512)).")
@@ -38,7 +39,7 @@ def export(
     Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
-                          overwrite=overwrite, progress=not quiet)
+                          overwrite=overwrite, progress=not quiet, prompt=prompt)
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)

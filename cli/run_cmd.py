@@ -83,6 +83,7 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "num_layers": result.select.num_layers,
         "selected_layer": result.select.selected_layer,
         "rule": result.select.rule,
+        "prompt": result.select.prompt,
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
@@ -105,7 +106,9 @@ def _announcer(quiet: bool):
 def _render(result: RunResult, files: list[Path]) -> None:
     console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
     select = result.select
-    console.print(f"[bold]layer {select.selected_layer} of {select.num_layers}[/bold] ({select.rule})")
+    prompt = (select.prompt or {}).get("name", "none")
+    wrapped = "" if prompt == "none" else f", prompt {prompt}"
+    console.print(f"[bold]layer {select.selected_layer} of {select.num_layers}[/bold] ({select.rule}{wrapped})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]

@@ -50,16 +50,19 @@ class SelectReport:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    prompt: dict[str, Any] | None = None  # the template selected with: {"name", "template"}; None before prompts
+    by_prompt: dict[str, dict[str, Any]] | None = None  # several templates: label -> pooling, scores, objective
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The report.json object: the same keys and order as every earlier report."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "rule",
-                 "tolerance", "include_layer0", "selected_layer", "rule_best_layer", "choice", "scores",
-                 "directions", "skipped_texts", "calibration", "seed", "views", "alpha", "max_length", "dtype",
-                 "notes", "versions", "timings")
-        return {**{key: data[key] for key in order}, **self.extra}
+        order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "prompt",
+                 "rule", "tolerance", "include_layer0", "selected_layer", "rule_best_layer", "choice", "scores",
+                 "by_prompt", "directions", "skipped_texts", "calibration", "seed", "views", "alpha", "max_length",
+                 "dtype", "notes", "versions", "timings")
+        optional = ("prompt", "by_prompt")  # absent rather than null, as in reports made before prompts
+        return {**{key: data[key] for key in order if key not in optional or data[key] is not None}, **self.extra}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "report") -> SelectReport:

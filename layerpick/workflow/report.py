@@ -16,7 +16,7 @@ from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
 from layerpick._util.formatting import number
-from layerpick.selection.report import ARROWS, format_score
+from layerpick.selection.report import ARROWS, format_score, side_by_side
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult
 
@@ -70,7 +70,7 @@ def build_blocks(result: RunResult) -> list[Block]:
 def _answer(result: RunResult) -> list[Block]:
     select, k, num = result.select, result.select.selected_layer, result.select.num_layers
     lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
-             f"`{select.rule}` without labels."]
+             f"`{select.rule}` without labels{_prompt_words(select)}."]
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen, last, best = (comparison[name] for name in ("selected", "last", "best"))
@@ -81,6 +81,14 @@ def _answer(result: RunResult) -> list[Block]:
         lines.append("**How good:** not validated (run with `--tasks` to score layers on MTEB tasks).")
     lines.append(_speed_sentence(result))
     return [Text(line) for line in lines]
+
+
+def _prompt_words(select) -> str:
+    prompt = select.prompt or {}
+    if prompt.get("template") is None:
+        return ""
+    among = f" (chosen among {', '.join(select.by_prompt)})" if select.by_prompt else ""
+    return f", with the prompt template `{prompt['name']}`{among}, which the export applies by itself"
 
 
 def _speed_sentence(result: RunResult) -> str:
@@ -98,9 +106,16 @@ def _model(result: RunResult) -> list[Block]:
             ["revision", str(select.revision or "default")], ["family", select.family],
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
+            ["prompt", _prompt_cell(select.prompt)],
             ["dtype", select.dtype]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
+
+
+def _prompt_cell(prompt: dict | None) -> str:
+    if not prompt or prompt.get("template") is None:
+        return "none (plain text)"
+    return f"{prompt['name']}: `{prompt['template']}`"
 
 
 def _calibration(result: RunResult) -> list[Block]:
@@ -124,8 +139,14 @@ def _metrics(result: RunResult) -> list[Block]:
 
 def _rule(result: RunResult) -> list[Block]:
     select = result.select
-    return [Heading("Rule and chosen layer"),
-            Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
+    blocks = [Heading("Rule and chosen layer"),
+              Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
+    side = side_by_side(select)
+    if side:
+        header, rows = side
+        blocks += [Text("Every (prompt template, layer) pair, each template from its own pass: the rule's metrics."),
+                   Table(header, rows)]
+    return blocks
 
 
 def _validation(result: RunResult) -> list[Block]:
@@ -142,6 +163,13 @@ def _validation(result: RunResult) -> list[Block]:
     blocks: list[Block] = [Heading("Validation by layer"),
                            Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
                            Table(["layer", *names, "mean", ""], rows)]
+    if data.get("by_prompt"):
+        labels = list(data["by_prompt"])
+        best = data.get("best_pair") or {}
+        rows = [[str(k), *(_num(data["by_prompt"][label]["mean_by_layer"][k])
+                           + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
+                           for label in labels)] for k in data["layers_evaluated"]]
+        blocks += [Text("Mean main score by prompt template (◀ the best pair)."), Table(["layer", *labels], rows)]
     blocks += [Text(f"Failed: {task}: {message}") for task, message in (data.get("failures") or {}).items()]
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
 

@@ -37,6 +37,7 @@ from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
+from layerpick.core.prompts import parse_prompts
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
@@ -204,7 +205,8 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         layers=config.layers, report=output / "select" / REPORT_FILE, output_dir=target,
         pooling=config.select.collect.pooling, representation=config.select.collect.representation,
         batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
-        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress)
+        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
+        prompt=config.select.prompt)  # None: the report's template; several: every template side by side
     result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
@@ -228,6 +230,8 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
     hash and each task's data revision (a content hash for a local folder)."""
     parse_rule(config.select.rule)
+    if config.select.prompt is not None:
+        parse_prompts(config.select.prompt)
     if config.bench is not None:
         config.bench.validate()
     select = config.select
