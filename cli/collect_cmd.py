@@ -27,6 +27,7 @@ def collect(
     representation: opt.Representation = "exported",
     batch_size: opt.BatchSize = 16,
     max_length: opt.MaxLength = 512,
+    prompt: opt.Prompt = None,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:
@@ -39,13 +40,15 @@ def collect(
         load,
         calibration=calibration, field=field, limit=limit, seed=seed, pooling=pooling,
         representation=representation, batch_size=batch_size, max_length=max_length, progress=not quiet,
-        output=output,
+        output=output, prompt=prompt,
     )
     _render(result)
 
 
 def _render(result) -> None:
-    table = Table(title=f"{result.model}: {result.count} texts, {result.pooling} pooling, {result.representation}")
+    wrapped = "" if result.prompt == "none" else f", prompt {result.prompt}"
+    table = Table(title=f"{result.model}: {result.count} texts, {result.pooling} pooling, {result.representation}"
+                        f"{wrapped}")
     for column in ("layer", "mean norm", "mean cosine between texts"):
         table.add_column(column, justify="right")
     for layer, (norm, cosine) in enumerate(zip(result.mean_norm, result.mean_cosine)):

@@ -22,9 +22,10 @@ def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
     layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L).")] = None,
     report: Annotated[
-        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling and representation.")
+        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling, representation and prompt template.")
     ] = None,
     pooling: opt.Pooling = None,
+    prompt: opt.Prompt = None,
     normalize: Annotated[Optional[bool], typer.Option(
         "--normalize/--no-normalize", help="L2-normalise the embeddings (default: as the model's own "
         "sentence-transformers pipeline; no for other models).")] = None,
@@ -46,7 +47,8 @@ def export(
     Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12 --format onnx --quantize int8
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
-                          overwrite=overwrite, progress=not quiet, format=format, quantize=quantize)
+                          overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
+                          prompt=prompt)
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)

@@ -11,6 +11,7 @@ import typer
 
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
+from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
 from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
@@ -45,7 +46,7 @@ Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N tex
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
 BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
 MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
-Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's).",
+Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's; lasttoken with a prompt template).",
                                                 envvar="LAYERPICK_POOLING")]
 Representation = Annotated[
     str, typer.Option(help="'exported' (what the cut model outputs) or 'raw' (residual stream; research only).",
@@ -68,6 +69,15 @@ IncludeLayer0 = Annotated[bool, typer.Option("--include-layer0", help="Let the e
 Alpha = Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")]
 Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
                                     envvar="LAYERPICK_VIEWS")]
+PROMPT_HELP = ("a built-in name (" + ", ".join(f"{name}: {template}" for name, template in BUILTIN_TEMPLATES.items())
+               + "), none (plain text), or a template with one {text}")
+Prompt = Annotated[Optional[str], typer.Option(
+    "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}. With a template, last-token pooling is the default. Default: none (export: the report's).",
+    envvar="LAYERPICK_PROMPT")]
+Prompts = Annotated[Optional[str], typer.Option(
+    "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}; or several names, comma-separated "
+    "(none,eol,sum), to score every (template, layer) pair. With a template, last-token pooling is the default. "
+    f"Default: {DEFAULT_PROMPT}.", envvar="LAYERPICK_PROMPT")]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]
 Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).",
@@ -122,6 +132,7 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
     "views": (Views, DEFAULT_VIEWS),
     "alpha": (Alpha, 1.0),
     "seed": (Seed, 0),
+    "prompt": (Prompts, None),
 }
 
 
@@ -131,7 +142,8 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
     return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
                         min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
-                        scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
+                        scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]),
+                        prompt=values["prompt"])
 
 
 # The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.

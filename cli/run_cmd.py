@@ -93,6 +93,7 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "rule": result.select.rule,
         "exported_layer": result.export["layer"],
         "choice": result.config.choice.describe(),
+        "prompt": result.select.prompt,
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
@@ -117,7 +118,9 @@ def _render(result: RunResult, files: list[Path]) -> None:
     select, layer = result.select, result.export["layer"]
     how = select.rule if layer == select.selected_layer and not result.config.choice.validated else (
         f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
-    console.print(f"[bold]layer {layer} of {select.num_layers}[/bold] ({how})")
+    prompt = (select.prompt or {}).get("name", "none")
+    wrapped = "" if prompt == "none" else f", prompt {prompt}"
+    console.print(f"[bold]layer {layer} of {select.num_layers}[/bold] ({how}{wrapped})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]

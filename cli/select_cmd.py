@@ -14,7 +14,14 @@ from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.selection.job import SelectConfig, select_and_write
-from layerpick.selection.report import ARROWS, cost_lines, layer_cost_cells, layer_label
+from layerpick.selection.report import (
+    ARROWS,
+    cost_lines,
+    layer_cost_cells,
+    layer_label,
+    prompt_line,
+    side_by_side,
+)
 from layerpick.selection.result import SelectReport
 
 
@@ -54,6 +61,17 @@ def _render(report: SelectReport, written) -> None:
         cells = [_cell(report.scores[n][k]) for n in names] + list(layer_cost_cells(report, k))
         table.add_row(layer_label(report, k), *cells, style="bold green" if chosen else None)
     console.print(table)
+    side = side_by_side(report)
+    if side:
+        header, rows = side
+        pairs = Table(title="prompt templates side by side (the rule's metrics)")
+        for column in header:
+            pairs.add_column(column, justify="right")
+        for row in rows:
+            pairs.add_row(*row, style="bold green" if any("◀" in cell for cell in row) else None)
+        console.print(pairs)
+    if report.prompt:
+        console.print(prompt_line(report)[2:], markup=False)
     console.print(f"selected: [bold]{report.choice}[/bold]")
     for line in cost_lines(report):
         console.print(line[2:], highlight=False)

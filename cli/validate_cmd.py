@@ -57,6 +57,11 @@ def validate(
     materialize: Annotated[Optional[Path], typer.Option(help="Write the --tasks as local task folders into this "
                                                         "directory (needs internet) and exit.")] = None,
     pooling: opt.Pooling = None,
+    prompt: Annotated[Optional[str], typer.Option(
+        "--prompt", help=f"Prompt template each text is wrapped in: {opt.PROMPT_HELP}; or several names, "
+        "comma-separated (none,eol), to evaluate every (template, layer) pair side by side. With a template, "
+        "last-token pooling is the default. Default: the --report's template, else none.",
+        envvar="LAYERPICK_PROMPT")] = None,
     representation: opt.Representation = "exported",
     batch_size: opt.BatchSize = 32,
     max_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens (default: the "
@@ -84,7 +89,7 @@ def validate(
     config = validation.ValidateConfig(
         layers=layers, report=report, output_dir=output, pooling=pooling, representation=representation,
         batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
-        task_data=task_data or (), progress=not quiet, choice=choice)
+        task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt)
     source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
     result = validation.run_validation(source, items, config, load_options=load)
     if as_json:
@@ -112,6 +117,8 @@ def _render(result: "validation.ValidationReport") -> None:
         console.print(_plain_table("frontier: mean score against ideal speed-up", header, rows))
         for line in picks_lines(data["frontier"]):
             console.print(line, highlight=False)
+    if data.get("by_prompt"):
+        console.print(_prompt_table(data))
     if data.get("metric_correlations"):
         console.print(_correlations(data["metric_correlations"]))
     for note in data.get("notes", []):
@@ -123,8 +130,10 @@ def _render(result: "validation.ValidationReport") -> None:
 def _table(data: dict) -> Table:
     names = list(data["tasks"])
     vectors = "unit vectors" if data.get("normalize") else "raw vectors"
+    prompt = (data.get("prompt") or {}).get("name", "none")
+    wrapped = "" if prompt == "none" else f", prompt {prompt}"
     title = (f"{data['model']}: main score by layer ({data.get('representation')} representation, "
-             f"{data.get('pooling') or 'own'} pooling, {vectors})")
+             f"{data.get('pooling') or 'own'} pooling, {vectors}{wrapped})")
     table = Table(title=title)
     table.add_column("layer", justify="right")
     for name in names:
@@ -150,6 +159,21 @@ def _plain_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
         table.add_column(column, justify="right" if 0 < index < len(header) - 1 else "left")
     for row in rows:
         table.add_row(*row)
+    return table
+
+
+def _prompt_table(data: dict) -> Table:
+    """Every template's mean score by layer, side by side; the best (template, layer) pair marked."""
+    table = Table(title="mean score by layer and prompt template")
+    table.add_column("layer", justify="right")
+    entries = data["by_prompt"]
+    for label, entry in entries.items():
+        table.add_column(f"{label}\n{entry['pooling']}", justify="right")
+    best = data.get("best_pair") or {}
+    for k in data["layers_evaluated"]:
+        cells = [_fmt(entry["mean_by_layer"][k]) + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer"))
+                                                     else "") for label, entry in entries.items()]
+        table.add_row(str(k), *cells)
     return table
 
 

@@ -14,6 +14,7 @@ from layerpick._util.outputs import check_output_location
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, LayerStates, collect
 from layerpick.core.models import LoadOptions, load_model
+from layerpick.core.prompts import parse_prompt
 from layerpick.errors import LayerpickError
 
 
@@ -27,6 +28,7 @@ class CollectionSummary:
     mean_cosine: list[float]
     notes: list[str] = field(default_factory=list)
     output: Path | None = None
+    prompt: str = "none"
 
 
 def collect_layers(
@@ -43,11 +45,14 @@ def collect_layers(
     max_length: int = 512,
     progress: bool = True,
     output: Path | None = None,
+    prompt: str | None = None,
 ) -> CollectionSummary:
-    """Collect every layer of `model` over the calibration texts; optionally save them as safetensors."""
+    """Collect every layer of `model` over the calibration texts (wrapped in `prompt`, a built-in name or a
+    template with one {text}); optionally save them as safetensors."""
     if output is not None and Path(output).suffix != ".safetensors":
         raise LayerpickError(f"--output must end in .safetensors (got {output})")
-    config = CollectConfig(pooling, representation, batch_size, max_length, progress).check()
+    template = parse_prompt(prompt)
+    config = CollectConfig(pooling, representation, batch_size, max_length, progress, prompt=template).check()
     load_options.check()
     if output is not None:
         check_output_location(Path(output), "--output", is_file=True)
@@ -56,11 +61,11 @@ def collect_layers(
     states = collect(loaded, texts.texts, config)
     if output is not None:
         metadata = {"model": model, "calibration": json.dumps(texts.describe()), "pooling": states.pooling,
-                    "representation": states.representation}
+                    "representation": states.representation, "prompt": json.dumps(template.to_json())}
         save_states(states, Path(output), metadata)
     norm, cosine = layer_summary(states)
     return CollectionSummary(model, len(texts.texts), states.pooling, states.representation, norm, cosine,
-                             list(loaded.notes), output)
+                             list(loaded.notes), output, template.label)
 
 
 def layer_summary(states: LayerStates) -> tuple[list[float], list[float]]:

@@ -24,6 +24,7 @@ BUILTIN_TEMPLATES = {
     "sum": 'This sentence : "{text}" can be summarized as',
 }
 PROMPTED_POOLING = "lasttoken"
+DEFAULT_PROMPT = NONE  # what --prompt means when not given (see benchmarks/results/prompts.md)
 
 
 class PromptError(LayerpickError):

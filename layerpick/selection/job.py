@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,11 @@ from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
+from layerpick.core.prompts import DEFAULT_PROMPT, parse_prompts
 from layerpick.errors import LayerpickError
 from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
 from layerpick.selection.frontier import frontier
+from layerpick.selection.prompt_choice import choose_pair
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
 from layerpick.selection.rules import (
@@ -50,6 +53,7 @@ class SelectConfig:
     min_speedup: float | None = None  # only layers with at least this ideal speed-up are candidates
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
+    prompt: str | None = None  # --prompt: a template, or names such as "none,eol" (None: DEFAULT_PROMPT)
 
     def check(self) -> list[MetricSpec]:
         """Every option checked before a model is loaded; returns the metrics to compute (the requested ones
@@ -67,10 +71,14 @@ class SelectConfig:
 
 
 def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
-    """Score every layer of `model` on the calibration set and choose one."""
+    """Score every layer of `model` on the calibration set and choose one; with several prompt templates, every
+    (template, layer) pair, from one pass per template, and choose a pair."""
     started = time.perf_counter()
     metrics = config.check()
     load_options.check()
+    prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
+    if len(prompts) > 1 and config.min_speedup is not None:
+        raise LayerpickError("--min-speedup with several prompt templates is not supported yet: give one template")
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
@@ -82,19 +90,36 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
         within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
                       config.min_speedup)
-    result = score_layers(loaded, texts.texts, metrics, config.collect, config.scoring)
-    choice = choose_layer(result.scores, rule, tolerance=config.tolerance, include_layer0=config.include_layer0,
-                          speedup=costs.ideal_speedup, min_speedup=config.min_speedup)
+    results = {p.label: score_layers(loaded, texts.texts, metrics, dataclasses.replace(config.collect, prompt=p),
+                                     config.scoring) for p in prompts}
+    if len(prompts) == 1:
+        label = prompts[0].label
+        choice = choose_layer(results[label].scores, rule, tolerance=config.tolerance,
+                              include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
+                              min_speedup=config.min_speedup)
+        layer, best_layer, described, by_prompt = choice.layer, choice.best_layer, choice.describe(), None
+    else:
+        pair = choose_pair({label: r.scores for label, r in results.items()}, rule, tolerance=config.tolerance,
+                           include_layer0=config.include_layer0)
+        label, layer, described = pair.prompt, pair.layer, pair.describe()
+        best_layer = pair.best_layer if pair.best_prompt == pair.prompt else None
+        by_prompt = {p.label: {"template": p.template, "pooling": results[p.label].pooling,
+                               "scores": _finite_scores(results[p.label].scores),
+                               "rule_objective": list(pair.objective[p.label])} for p in prompts}
+    result = results[label]
+    chosen = next(p for p in prompts if p.label == label)
     unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
-    timings = {"load_s": load_s, **result.timings, "total_s": time.perf_counter() - started}
+    timings = {"load_s": load_s, **_summed(r.timings for r in results.values()),
+               "total_s": time.perf_counter() - started}
     return SelectReport(
         model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
         family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
         rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
-        min_speedup=config.min_speedup, cost=costs.to_json(), objective=[finite_or_none(v) for v in unbounded.objective],
+        min_speedup=config.min_speedup, cost=costs.to_json(),
+        objective=[finite_or_none(v) for v in unbounded.objective],
         frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
-        selected_layer=choice.layer, rule_best_layer=choice.best_layer, choice=choice.describe(),
-        scores={name: [finite_or_none(v) for v in values] for name, values in result.scores.items()},
+        selected_layer=layer, rule_best_layer=best_layer, choice=described,
+        scores=_finite_scores(result.scores), prompt=chosen.to_json(), by_prompt=by_prompt,
         directions={m.name: get_metric(m.name).direction for m in metrics},
         skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
         views=config.scoring.views, alpha=config.scoring.alpha,
@@ -103,6 +128,18 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         notes=loaded.notes, versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
+
+
+def _finite_scores(scores: dict[str, list]) -> dict[str, list]:
+    return {name: [finite_or_none(v) for v in values] for name, values in scores.items()}
+
+
+def _summed(timings) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for one in timings:
+        for key, value in one.items():
+            total[key] = total.get(key, 0.0) + value
+    return total
 
 
 def default_output(model: str) -> Path:

@@ -32,6 +32,7 @@ def to_markdown(report: SelectReport) -> str:
         f"- rule: `{report.rule}` -> **layer {report.selected_layer}** ({report.choice})",
     ]
     lines += cost_lines(report)
+    lines += [prompt_line(report)] if report.prompt else []
     lines += [f"- note: {note}" for note in report.notes]
     costs = report.costs
     header = [f"{n} {ARROWS[report.directions[n]]}" for n in names] + (list(COST_HEADER) if costs else [])
@@ -41,6 +42,14 @@ def to_markdown(report: SelectReport) -> str:
         lines.append(f"| {layer_label(report, k)} | " + " | ".join(cells) + " |")
     lines += ["", "Arrows give each metric's documented direction (the paper's reading); the rule sets its own. "
               "◀ the chosen layer; ◆ on the unsupervised frontier."]
+    side = side_by_side(report)
+    if side:
+        header, rows = side
+        lines += ["", "## Prompt templates side by side", "",
+                  "The rule's metrics for every (template, layer) pair, each template from its own pass; the rule "
+                  "compares all pairs and chose ◀. The table above is the chosen template's.", "",
+                  "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -67,6 +76,34 @@ def layer_cost_cells(report: SelectReport, k: int) -> tuple[str, ...]:
 def layer_label(report: SelectReport, k: int) -> str:
     marks = (" ◀" if k == report.selected_layer else "") + (" ◆" if k in (report.frontier or ()) else "")
     return f"{k}{marks}"
+
+
+def prompt_line(report: SelectReport) -> str:
+    """The template the report selected with, in one line."""
+    prompt = report.prompt or {}
+    if prompt.get("template") is None:
+        return "- prompt: none (plain text)"
+    return f"- prompt: {prompt['name']} (`{prompt['template']}`), wrapped by the tokenizer"
+
+
+def side_by_side(report: SelectReport) -> tuple[list[str], list[list[str]]] | None:
+    """With several templates: a header and one row per layer of the rule's metrics under every template."""
+    if not report.by_prompt:
+        return None
+    from layerpick.selection.rules import parse_rule
+
+    metrics = parse_rule(report.rule).metrics
+    chosen = (report.prompt or {}).get("name")
+    header = ["layer"] + [f"{label} ({entry['pooling']}): {metric}" for label, entry in report.by_prompt.items()
+                          for metric in metrics]
+    rows = []
+    for k in range(report.num_layers + 1):
+        cells = [str(k)]
+        for label, entry in report.by_prompt.items():
+            mark = " ◀" if label == chosen and k == report.selected_layer else ""
+            cells += [format_score(entry["scores"][metric][k]) + mark for metric in metrics]
+        rows.append(cells)
+    return header, rows
 
 
 def format_score(value) -> str:

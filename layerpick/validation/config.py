@@ -16,7 +16,9 @@ class ValidateConfig:
     `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
     `result_cache`: where mteb's ResultCache keeps the per-layer result files (default: $MTEB_CACHE when set,
     else `output_dir`). `exported_dir` validates an export instead of a model's layers. `choice`: the
-    unsupervised pick of `report`, or a layer chosen from the validated scores (`--choose`, `--max-loss`)."""
+    unsupervised pick of `report`, or a layer chosen from the validated scores (`--choose`, `--max-loss`).
+    `prompt`: a template, or several names (`none,eol`) to evaluate every (template, layer) pair; None takes the
+    report's template."""
 
     layers: str | Sequence[int] = "all"
     report: Path | None = None
@@ -32,3 +34,4 @@ class ValidateConfig:
     task_data: Sequence[Path] = ()
     progress: bool = True
     choice: ChoiceOptions = ChoiceOptions()  # which layer validation.json names as the one to export
+    prompt: str | None = None  # a template or names ("none,eol"); None: the report's template, else none

@@ -31,6 +31,12 @@ from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
+from layerpick.core.prompts import (
+    DEFAULT_PROMPT,
+    Prompt,
+    parse_prompts,
+    prompt_from_json,
+)
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
@@ -44,7 +50,7 @@ from layerpick.validation.sources import (
     Setup,
     SourceOptions,
     exported_setup,
-    model_setup,
+    model_setups,
     store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
@@ -107,19 +113,32 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
                                                  "MTEB_CACHE": results})
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
+    prompts = validation_prompts(config.prompt, select)
     options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
                             config.max_length, config.normalize, config.store_dir)
-    setup = exported_setup(config.exported_dir, options) if config.exported_dir else model_setup(model, options)
-    if config.exported_dir and config.layers != "all":
-        logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
+    if config.exported_dir:
+        setups = [exported_setup(config.exported_dir, options)]
+        if config.layers != "all":
+            logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
+        if config.prompt is not None:
+            logger.warning("--prompt is ignored with --exported: an export wraps texts in its own template")
+    else:
+        setups = model_setups(model, options, prompts)
+    setup = setups[0]
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
         config.layers, setup.num_layers, select.selected_layer if select else None)
     cache = ResultCache(results)
-    with ValidationBars(len(specs), config.progress) as bars:
-        setup.source.progress = bars.encoding
-        outcomes = [_run_task(spec, chosen, setup, cache, bars) for spec in specs]
-    data = _document(setup, specs, outcomes, chosen, select, started, config.choice)
+    with ValidationBars(len(specs) * len(setups), config.progress) as bars:
+        runs = []
+        for one in setups:
+            one.source.progress = bars.encoding
+            runs.append([_run_task(spec, chosen, one, cache, bars) for spec in specs])
+    data = _document(setup, specs, runs[0], chosen, select, started, config.choice)
+    if len(setups) > 1:
+        data = {**data, **by_prompt_document(setups, runs, chosen)}
+        data["failures"] = {f"{name} ({one.facts['prompt']['name']})": failure for one, outcomes in zip(setups, runs)
+                            for name, failure in _failures(outcomes).items()}
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
 
@@ -133,6 +152,36 @@ def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, out
         check_layer_words(config.layers)
     for option, path in outputs.items():
         check_output_location(path, option)
+def validation_prompts(value: str | None, select: SelectReport | None) -> tuple[Prompt, ...]:
+    """The templates to evaluate, the one whose results lead the document first: `--prompt` (a template or
+    names), else the select report's template, else the default. The report's template leads when listed."""
+    if value is None:
+        return (prompt_from_json(select.prompt),) if select is not None else parse_prompts(DEFAULT_PROMPT)
+    prompts = parse_prompts(value)
+    if select is not None:
+        chosen = prompt_from_json(select.prompt)
+        prompts = tuple(sorted(prompts, key=lambda p: p.template != chosen.template))
+    return prompts
+
+
+def by_prompt_document(setups, runs, layers: list[int]) -> dict[str, Any]:
+    """Every template's mean score by layer side by side, and the best (template, layer) pair."""
+    table = {}
+    for one, outcomes in zip(setups, runs):
+        means = summary.mean_by_layer({o.spec.name: o.scores for o in outcomes}, layers, one.num_layers)
+        table[one.facts["prompt"]["name"]] = {
+            "template": one.facts["prompt"]["template"], "pooling": one.facts["pooling"], "mean_by_layer": means,
+            "best_layer": summary.best_layer(means),
+            "tasks": {o.spec.name: [o.scores.get(k) for k in range(one.num_layers + 1)] for o in outcomes}}
+    scored = [(entry["mean_by_layer"][entry["best_layer"]], label, entry["best_layer"])
+              for label, entry in table.items() if entry["best_layer"] is not None]
+    best = max(scored) if scored else None
+    return {"by_prompt": table,
+            "best_pair": {"prompt": best[1], "layer": best[2], "score": best[0]} if best else None}
+
+
+def _failures(outcomes: list[TaskOutcome]) -> dict[str, str]:
+    return {o.spec.name: o.failure for o in outcomes if o.failure}
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
@@ -312,7 +361,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
                     "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
         "versions": library_versions(),
-        "failures": {o.spec.name: o.failure for o in outcomes if o.failure},
+        "failures": _failures(outcomes),
     }
     return summary.clean(data)
 

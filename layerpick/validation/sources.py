@@ -19,6 +19,7 @@ from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
+from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.errors import LayerpickError, ModelNotFoundError
 from layerpick.validation.encoder import (
     CollectRepresenter,
@@ -44,6 +45,7 @@ class SourceOptions:
     max_length: int | None = None
     normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline (Normalize module)
     store_dir: Path | None = None
+    prompt: Prompt = PLAIN
 
 
 @dataclass
@@ -74,31 +76,58 @@ class Setup:
 
 def model_setup(model: str, options: SourceOptions) -> Setup:
     """Load `model`; every layer comes from one forward pass per distinct text, kept in the store."""
+    return model_setups(model, options, (options.prompt,))[0]
+
+
+def model_setups(model: str, options: SourceOptions, prompts: tuple[Prompt, ...]) -> list[Setup]:
+    """Load `model` once; one setup per prompt template, each with its own pass, store and result names."""
+    began = time.perf_counter()
+    loaded = load_model(model, options.load_options)
+    load_s = time.perf_counter() - began
+    fingerprint = weights_fingerprint(loaded.model)
+    return [_prompt_setup(model, loaded, fingerprint, options, prompt, load_s) for prompt in prompts]
+
+
+def _prompt_setup(model: str, loaded, fingerprint: str, options: SourceOptions, prompt: Prompt,
+                  load_s: float) -> Setup:
+    from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
     from layerpick.export.job import (
         resolve_max_seq_length,  # one rule for validate and export
     )
 
-    began = time.perf_counter()
-    loaded = load_model(model, options.load_options)
-    pooling = check_pooling(options.pooling or loaded.default_pooling)
+    pooling = check_pooling(options.pooling or default_pooling(loaded.default_pooling, prompt))
     max_length = resolve_max_seq_length(loaded, options.max_length)
-    config = CollectConfig(pooling, options.representation, options.batch_size, max_length, progress=False)
-    fingerprint = weights_fingerprint(loaded.model)
+    check_room(prompted_tokenizer(loaded.tokenizer, prompt), prompt, max_length)
+    config = CollectConfig(pooling, options.representation, options.batch_size, max_length, progress=False,
+                           prompt=prompt)
     normalize = loaded.pipeline.normalize if options.normalize is None else options.normalize
     key = StoreKey(model, loaded.path, fingerprint, options.load_options.revision, options.representation, pooling,
-                   max_length, options.load_options.dtype)
+                   max_length, options.load_options.dtype, prompt.template)
     store = RepresentationStore(store_root(options.store_dir), key)
     experiment = {"representation": options.representation, "pooling": pooling, "max_length": max_length,
                   "dtype": options.load_options.dtype, "normalize": normalize}
+    if not prompt.is_plain:
+        experiment["prompt"] = prompt.template
     num_layers = loaded.num_layers
     facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
-             "device": str(loaded.device), **experiment, "num_layers": num_layers, "store": str(store.directory),
-             "notes": list(loaded.notes), "cost": layer_costs(loaded.model).to_json(),
-             "load_s": time.perf_counter() - began}
+             "device": str(loaded.device), **experiment, "prompt": prompt.to_json(), "num_layers": num_layers,
+             "store": str(store.directory), "notes": list(loaded.notes), "cost": layer_costs(loaded.model).to_json(),
+             "load_s": load_s}
     return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
-                 model_label(model), options.load_options.revision or fingerprint[:12], num_layers,
-                 {k: k for k in range(num_layers + 1)}, normalize, experiment,
+                 prompt_label(model_label(model), prompt), options.load_options.revision or fingerprint[:12],
+                 num_layers, {k: k for k in range(num_layers + 1)}, normalize, experiment,
                  _hidden_size(loaded.model), max_length, facts, batch_size=options.batch_size)
+
+
+def prompt_label(label: str, prompt: Prompt) -> str:
+    """The model label of a template's per-layer results, so templates never share a result file."""
+    if prompt.is_plain:
+        return label
+    if prompt.name != "custom":
+        return f"{label}__prompt-{prompt.name}"
+    import hashlib
+
+    return f"{label}__prompt-{hashlib.sha256(prompt.template.encode()).hexdigest()[:10]}"
 
 
 def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:

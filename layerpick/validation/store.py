@@ -1,6 +1,7 @@
 """The on-disk representation store: every layer's pooled vector of every text a model has encoded.
 
-One directory per StoreKey (model, weights fingerprint, revision, representation, pooling, max_length, dtype);
+One directory per StoreKey (model, weights fingerprint, revision, representation, pooling, max_length, dtype,
+prompt template);
 inside it, `key.json` and shards (`shard-*.safetensors`: `digests` (n, 32) uint8, the sha256 of each text, and
 `states` (L+1, n, D) float32). A shard is written to a temporary file and renamed into place, so an
 interrupted run leaves whole shards only; the next run reuses them. Shards are never rewritten.
@@ -41,9 +42,11 @@ class StoreKey:
     pooling: str
     max_length: int
     dtype: str
+    prompt: str | None = None  # the template texts were wrapped in (None: plain text)
 
     def digest(self) -> str:
-        payload = json.dumps({**asdict(self), "format": STORE_FORMAT}, sort_keys=True)
+        fields = {k: v for k, v in asdict(self).items() if not (k == "prompt" and v is None)}  # plain: as before
+        payload = json.dumps({**fields, "format": STORE_FORMAT}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 

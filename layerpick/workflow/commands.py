@@ -53,14 +53,16 @@ def select_flags(select: SelectConfig) -> list[str]:
              ("--alpha", select.scoring.alpha, default.scoring.alpha),
              ("--seed", select.scoring.seed, default.scoring.seed),
              ("--pooling", select.collect.pooling, default.collect.pooling),
-             ("--representation", select.collect.representation, default.collect.representation)]
+             ("--representation", select.collect.representation, default.collect.representation),
+             ("--prompt", select.prompt, default.prompt)]
     return _changed(pairs) + (["--include-layer0"] if select.include_layer0 else [])
 
 
 def _representation_flags(config: RunConfig) -> list[str]:
     collect, default = config.select.collect, SelectConfig().collect
     return _changed([("--pooling", collect.pooling, default.pooling),
-                     ("--representation", collect.representation, default.representation)])
+                     ("--representation", collect.representation, default.representation),
+                     ("--prompt", config.select.prompt, None)])
 
 
 def _export_flags(config: RunConfig) -> list[str]:

@@ -21,6 +21,7 @@ from layerpick.selection.report import (
     format_score,
     layer_cost_cells,
     layer_label,
+    side_by_side,
 )
 from layerpick.validation.picks import frontier_table, picks_lines
 from layerpick.workflow.commands import reproduce_commands
@@ -78,10 +79,10 @@ def _answer(result: RunResult) -> list[Block]:
     if result.config.choice.validated:
         lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen from the validation "
                  f"(`{' '.join(result.config.choice.flags())}`: {result.config.choice.describe()}); the rule "
-                 f"`{select.rule}` picked layer {select.selected_layer} without labels."]
+                 f"`{select.rule}` picked layer {select.selected_layer} without labels{_prompt_words(select)}."]
     else:
         lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
-                 f"`{select.rule}` without labels."]
+                 f"`{select.rule}` without labels{_prompt_words(select)}."]
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         last, best = comparison["last"], comparison["best"]
@@ -93,6 +94,14 @@ def _answer(result: RunResult) -> list[Block]:
         lines.append("**How good:** not validated (run with `--tasks` to score layers on MTEB tasks).")
     lines.append(_speed_sentence(result))
     return [Text(line) for line in lines]
+
+
+def _prompt_words(select) -> str:
+    prompt = select.prompt or {}
+    if prompt.get("template") is None:
+        return ""
+    among = f" (chosen among {', '.join(select.by_prompt)})" if select.by_prompt else ""
+    return f", with the prompt template `{prompt['name']}`{among}, which the export applies by itself"
 
 
 def _speed_sentence(result: RunResult) -> str:
@@ -110,9 +119,16 @@ def _model(result: RunResult) -> list[Block]:
             ["revision", str(select.revision or "default")], ["family", select.family],
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
+            ["prompt", _prompt_cell(select.prompt)],
             ["dtype", select.dtype]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
+
+
+def _prompt_cell(prompt: dict | None) -> str:
+    if not prompt or prompt.get("template") is None:
+        return "none (plain text)"
+    return f"{prompt['name']}: `{prompt['template']}`"
 
 
 def _calibration(result: RunResult) -> list[Block]:
@@ -138,8 +154,14 @@ def _metrics(result: RunResult) -> list[Block]:
 
 def _rule(result: RunResult) -> list[Block]:
     select = result.select
-    return [Heading("Rule and chosen layer"),
-            Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
+    blocks = [Heading("Rule and chosen layer"),
+              Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
+    side = side_by_side(select)
+    if side:
+        header, rows = side
+        blocks += [Text("Every (prompt template, layer) pair, each template from its own pass: the rule's metrics."),
+                   Table(header, rows)]
+    return blocks
 
 
 def _validation(result: RunResult) -> list[Block]:
@@ -156,6 +178,13 @@ def _validation(result: RunResult) -> list[Block]:
     blocks: list[Block] = [Heading("Validation by layer"),
                            Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
                            Table(["layer", *names, "mean", ""], rows)]
+    if data.get("by_prompt"):
+        labels = list(data["by_prompt"])
+        best = data.get("best_pair") or {}
+        rows = [[str(k), *(_num(data["by_prompt"][label]["mean_by_layer"][k])
+                           + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
+                           for label in labels)] for k in data["layers_evaluated"]]
+        blocks += [Text("Mean main score by prompt template (◀ the best pair)."), Table(["layer", *labels], rows)]
     blocks += [Text(f"Failed: {task}: {message}") for task, message in (data.get("failures") or {}).items()]
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
 

@@ -37,6 +37,7 @@ from layerpick._util.outputs import check_output_location
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
+from layerpick.core.prompts import parse_prompts
 from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
@@ -231,7 +232,8 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         pooling=config.select.collect.pooling, representation=config.select.collect.representation,
         batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
         store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
-        choice=config.choice)
+        choice=config.choice,
+        prompt=config.select.prompt)  # None: the report's template; several: every template side by side
     result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
@@ -275,6 +277,8 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     check_min_speedup(config.select.min_speedup)
     if config.choice.validated and not config.tasks:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
+    if config.select.prompt is not None:
+        parse_prompts(config.select.prompt)
     if config.bench is not None:
         config.bench.validate()
     select = config.select

@@ -115,3 +115,72 @@ def test_cli_on_minilm(tmp_path):
     report = json.loads(result.stdout)
     assert report["num_layers"] == 6 and report["family"] == "bert"
     assert all(v is not None for v in report["scores"]["dataset-entropy"])
+
+
+# ---------------------------------------------------------------- prompt templates
+
+def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
+    from layerpick.selection.prompt_choice import choose_pair
+    from layerpick.selection.result import SelectReport
+    from layerpick.selection.rules import parse_rule
+
+    calibration = calibration_file(tmp_path)
+    config = SelectConfig(calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="none,eol")
+    report = run_select(str(tiny_dirs("llama")), config=config)
+    assert list(report.by_prompt) == ["none", "eol"]
+    assert report.by_prompt["none"]["pooling"] == "mean" and report.by_prompt["eol"]["pooling"] == "lasttoken"
+    pair = choose_pair({label: entry["scores"] for label, entry in report.by_prompt.items()}, parse_rule(report.rule))
+    assert (report.prompt["name"], report.selected_layer) == (pair.prompt, pair.layer)
+    assert report.scores == report.by_prompt[pair.prompt]["scores"] and report.pooling == report.by_prompt[pair.prompt]["pooling"]
+    alone = run_select(str(tiny_dirs("llama")), config=SelectConfig(
+        calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="eol"))
+    assert alone.by_prompt is None and alone.prompt["name"] == "eol" and alone.pooling == "lasttoken"
+    assert alone.scores == report.by_prompt["eol"]["scores"]  # one pass per template, the same as alone
+    plain = run_select(str(tiny_dirs("llama")), config=SelectConfig(calibration=calibration, collect=QUIET,
+                                                                     scoring=ScoringConfig(views=3)))
+    assert plain.prompt == {"name": "none", "template": None} and plain.scores != alone.scores
+    assert SelectReport.from_json(json.loads(json.dumps(report.to_json()))).to_json() == report.to_json()
+    assert "by_prompt" not in alone.to_json()
+
+
+def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
+    out = tmp_path / "o"
+    result = run_cli("select", str(tiny_dirs("gpt2")), "--calibration", calibration_file(tmp_path), "--output",
+                     str(out), "--prompt", "none,eol,sum", "--metrics", "infonce", "-q")
+    assert result.returncode == 0, result.stderr
+    assert "side by side" in result.stdout and "selected: prompt" in " ".join(result.stdout.split())
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["by_prompt"]) == {"none", "eol", "sum"} and report["prompt"]["name"] in report["by_prompt"]
+    page = (out / "report.md").read_text()
+    assert "## Prompt templates side by side" in page and "| eol (lasttoken): infonce |" in page
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--prompt", "nope"], "unknown prompt 'nope'"),
+        (["--prompt", "no placeholder here"], "unknown prompt"),
+        (["--prompt", "{text} and {text}"], "exactly one {text}"),
+        (["--prompt", "eol", "--max-length", "8"], "leaving no room for text"),
+        (["--prompt", "none,eol,eol"], "more than once"),
+    ],
+)
+def test_cli_bad_prompt(tiny_dirs, tmp_path, args, message):
+    out = tmp_path / "out"
+    result = run_cli("select", str(tiny_dirs("llama")), "--calibration", calibration_file(tmp_path),
+                     "--output", str(out), "-q", *args)
+    assert result.returncode == 1, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_prompt_from_the_environment(tiny_dirs, tmp_path, monkeypatch):
+    import os
+
+    out = tmp_path / "o"
+    env = {**os.environ, "LAYERPICK_PROMPT": "eol"}
+    result = subprocess.run([LAYERPICK, "select", str(tiny_dirs("llama")), "--calibration", calibration_file(tmp_path),
+                             "--output", str(out), "--metrics", "infonce", "-q"], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "report.json").read_text())["prompt"]["name"] == "eol"
