@@ -25,8 +25,10 @@ def bench(
     texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = BenchConfig.texts,
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
-    device: opt.Device = "cpu",
+    device: opt.Device = "auto",
     threads: opt.Threads = None,
+    backend: Annotated[str, typer.Option(
+        help="What runs the export: torch, onnx or onnx-int8 (its ONNX graphs, through onnxruntime).")] = "torch",
     layers: Annotated[Optional[str], typer.Option(
         help="Bench several cuts in one run: comma-separated layers (e.g. 6,13,28) or 'frontier' (the frontier "
              "layers of --validation), each against the full model.")] = None,
@@ -43,13 +45,13 @@ def bench(
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
     config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts,
-                         repeats=repeats, device=device, memory=memory, threads=threads)
+                         repeats=repeats, device=device, memory=memory, threads=threads, backend=backend)
     if layers is not None or validation is not None:
         _bench_cuts(directory, layers, validation, config, output, as_json, quiet)
         return
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         _render(result)
 
@@ -78,7 +80,7 @@ def _render(result: BenchResult) -> None:
     console.print(_models_table(result))
     console.print(_speed_table(result))
     console.print(f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
-                  f"{result.threads} threads. Ratios are export / full.")
+                  f"{result.threads} threads, export on {result.backend}. Ratios are export / full.")
     if result.memory_method:
         console.print(f"memory: {result.memory_method}")
     for note in result.notes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -22,7 +22,8 @@ ModelArg = Annotated[
 ]
 Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).", envvar="LAYERPICK_REVISION")]
 Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
-Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto.", envvar="LAYERPICK_DEVICE")]
+Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto (the GPU when there is one, else the CPU).",
+                                     envvar="LAYERPICK_DEVICE")]
 DeviceMap = Annotated[
     Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).",
                                 envvar="LAYERPICK_DEVICE_MAP")
@@ -76,7 +77,7 @@ Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU 
 LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading command loads its model
     "revision": (Revision, None),
     "dtype": (Dtype, "float32"),
-    "device": (Device, "cpu"),
+    "device": (Device, "auto"),
     "device_map": (DeviceMap, None),
     "trust_remote_code": (TrustRemoteCode, False),
     "allow_pickle": (AllowPickle, False),
@@ -84,20 +85,25 @@ LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading comm
 }
 
 
-def with_load_options(command: Callable) -> Callable:
-    """Give a command the model-loading options (after its own); it receives them as one `load: LoadOptions`."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "load"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in LOAD_OPTIONS.items()]
+def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], Any]) -> Callable:
+    """A decorator that gives a command the `options` (after its own) and hands it `build(values, own values)` as
+    the one argument `parameter`."""
 
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        load = LoadOptions(**{name: kwargs.pop(name) for name in LOAD_OPTIONS})
-        return command(**kwargs, load=load)
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != parameter]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+                 for name, (annotation, default) in options.items()]
 
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            values = {name: kwargs.pop(name) for name in options}
+            return command(**kwargs, **{parameter: build(values, kwargs)})
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *added])
+        return wrapper
+
+    return decorate
 
 
 SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
@@ -119,23 +125,6 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
 }
 
 
-def with_select_options(command: Callable) -> Callable:
-    """Give a command the scoring and selection options (after its own); it receives them as one
-    `selection: SelectConfig` (progress bars follow the command's own `quiet`)."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "selection"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in SELECT_OPTIONS.items()]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        values = {name: kwargs.pop(name) for name in SELECT_OPTIONS}
-        return command(**kwargs, selection=select_config(values, progress=not kwargs.get("quiet", False)))
-
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
-
-
 def select_config(values: dict, progress: bool) -> SelectConfig:
     collect = CollectConfig(values["pooling"], values["representation"], values["batch_size"], values["max_length"],
                             progress=progress)
@@ -143,6 +132,14 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
                         min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]))
+
+
+# The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
+with_load_options = _option_group("load", LOAD_OPTIONS, lambda values, own: LoadOptions(**values))
+# The scoring and selection options of `select` and `run`, handed over as one `selection: SelectConfig` (progress
+# bars follow the command's own `quiet`).
+with_select_options = _option_group(
+    "selection", SELECT_OPTIONS, lambda values, own: select_config(values, progress=not own.get("quiet", False)))
 
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:

@@ -38,7 +38,9 @@ def run(
         help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.")]
     = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = False,
-    normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
+    normalize: Annotated[Optional[bool], typer.Option(
+        "--normalize/--no-normalize", help="Unit-length embeddings, or raw pooled ones (default: as the model's own "
+        "sentence-transformers pipeline; raw for other models).")] = None,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
     = True,
     bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = "1,32",

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from layerpick._util.torch_threads import threads as torch_threads
-from layerpick.bench.baseline import WEIGHT_SUFFIXES, baseline_name, build_baseline_dir, full_model_dir, transformer_dir
+from layerpick.bench.baseline import (
+    WEIGHT_SUFFIXES,
+    baseline_name,
+    build_baseline_dir,
+    full_model_dir,
+    transformer_dir,
+)
 from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.memory import all_reset, measure_memory, memory_method
 from layerpick.bench.timing import split_batches, time_side_by_side

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from layerpick.bench.baseline import transformer_dir
 from layerpick.bench.config import BenchError
-from layerpick.export.load import load_sentence_transformer
+from layerpick.export.load import load_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +35,11 @@ PROBE_CODE = "from layerpick.bench.memory import probe_main; probe_main()"
 
 
 def measure_memory(directory: Path, texts: list[str], batch_sizes: Sequence[int], device: str,
-                   threads: int | None = None) -> dict[int, dict]:
-    """Peak memory of `directory`'s model at each batch size, in a fresh Python process:
+                   threads: int | None = None, backend: str = "torch") -> dict[int, dict]:
+    """Peak memory of `directory`'s model (run by `backend`) at each batch size, in a fresh Python process:
     {batch size: {peak_memory_bytes, peak_rss_bytes, reset, threads}}."""
     request = {"directory": str(directory), "texts": texts, "batch_sizes": sorted(batch_sizes), "device": device,
-               "threads": threads}
+               "threads": threads, "backend": backend}
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     done = subprocess.run([sys.executable, "-c", PROBE_CODE], input=json.dumps(request), capture_output=True,
                           text=True, env=env)
@@ -62,10 +62,11 @@ def probe_main() -> None:
     device = resolve_device(request["device"])
     if request.get("threads"):
         torch.set_num_threads(int(request["threads"]))
-    _import_model_code(Path(request["directory"]))
+    backend = request.get("backend", "torch")
+    _import_model_code(Path(request["directory"]), backend)
     reset = _reset_peak_rss()
     before = _current_rss()
-    model = load_sentence_transformer(request["directory"], device)
+    model = load_encoder(request["directory"], device, backend)
     loading_peak = _peak_rss()
     reset = reset and _reset_peak_rss()
     peaks = {}
@@ -100,11 +101,15 @@ def _token_count(model):
     return lambda text: len(model.tokenizer(text, **options)["input_ids"])
 
 
-def _import_model_code(directory: Path) -> None:
-    """Import sentence-transformers and the architecture's transformers module before the baseline reading,
-    so that what the probe attributes to the model is weights and activations, not Python code."""
+def _import_model_code(directory: Path, backend: str = "torch") -> None:
+    """Import sentence-transformers and the architecture's transformers module (and onnxruntime for an ONNX
+    backend) before the baseline reading, so that what the probe attributes to the model is weights and
+    activations, not Python code."""
     import sentence_transformers  # noqa: F401
     import transformers
+
+    if backend != "torch":
+        import onnxruntime  # noqa: F401
 
     config = transformers.AutoConfig.from_pretrained(str(transformer_dir(directory)))
     try:

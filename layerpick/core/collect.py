@@ -6,6 +6,8 @@ for post-norm encoders (representation "exported", the default). `representation
 stream without the final norm (research only; it carries massive outlier activations in modern decoders).
 Batches are length-sorted and right-padded, which is exact for causal models and absolute positions.
 Each layer is pooled batch by batch; token states are shown to observers and then dropped, never stored.
+With a prompt template the tokenizer wraps every text in the template's tokens (`prompt_tokenizer`, the
+mechanism an export ships), and the last token is pooled unless a pooling is given.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from layerpick._util.progress import progress_bar
 from layerpick.core import surgery
 from layerpick.core.models import LoadedModel
 from layerpick.core.pooling import check_pooling, pool
+from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
+from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError, NonFiniteStatesError
 from layerpick.metrics.token_observers import TokenObserver
 
@@ -36,6 +40,20 @@ class CollectConfig:
     batch_size: int = 16
     max_length: int = 512
     progress: bool = True
+    prompt: Prompt = PLAIN  # the template each text is wrapped in (plain text by default)
+
+    def check(self) -> "CollectConfig":
+        """One-line errors for a bad pooling, representation, batch size or length, before any model loads."""
+        if self.pooling is not None:
+            check_pooling(self.pooling)
+        if self.representation not in REPRESENTATIONS:
+            raise LayerpickError(
+                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}")
+        if self.batch_size < 1:
+            raise LayerpickError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.max_length < 1:
+            raise LayerpickError(f"--max-length must be at least 1 (got {self.max_length})")
+        return self
 
 
 @dataclass
@@ -46,6 +64,7 @@ class LayerStates:
     token_counts: torch.Tensor
     pooling: str
     representation: str
+    prompt: Prompt = PLAIN
 
     @property
     def num_layers(self) -> int:
@@ -63,21 +82,23 @@ def collect(
     observers: Sequence[TokenObserver] = (),
 ) -> LayerStates:
     """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
-    pooling = check_pooling(config.pooling or loaded.family.default_pooling)
+    pooling = check_pooling(config.pooling or default_pooling(loaded.default_pooling, config.prompt))
     _check_config(config, texts)
     config = _within_position_limit(config, loaded)
-    lengths = token_lengths(loaded.tokenizer, texts, config.max_length)
+    tokenizer = prompted_tokenizer(loaded.tokenizer, config.prompt)
+    check_room(tokenizer, config.prompt, config.max_length)
+    lengths = token_lengths(tokenizer, texts, config.max_length)
     order = sorted(range(len(texts)), key=lambda i: -lengths[i])
     chunks: list[torch.Tensor] = []
     with progress_bar("forward pass", len(texts), config.progress) as advance:
         for start in range(0, len(order), config.batch_size):
             batch = [texts[i] for i in order[start : start + config.batch_size]]
-            chunks.append(_pooled_batch(loaded, batch, config, pooling, observers))
+            chunks.append(_pooled_batch(loaded, tokenizer, batch, config, pooling, observers))
             advance(len(batch))
     pooled = torch.empty_like(torch.cat(chunks, dim=1))
     pooled[:, torch.tensor(order)] = torch.cat(chunks, dim=1)
     _check_finite(pooled)
-    return LayerStates(pooled, torch.tensor(lengths), pooling, config.representation)
+    return LayerStates(pooled, torch.tensor(lengths), pooling, config.representation, config.prompt)
 
 
 def token_lengths(tokenizer, texts: Sequence[str], max_length: int) -> list[int]:
@@ -99,8 +120,9 @@ def representation(loaded: LoadedModel, residual: torch.Tensor, kind: str) -> to
 
 
 @torch.no_grad()
-def _pooled_batch(loaded: LoadedModel, batch, config: CollectConfig, pooling: str, observers) -> torch.Tensor:
-    encoded = loaded.tokenizer(
+def _pooled_batch(loaded: LoadedModel, tokenizer, batch, config: CollectConfig, pooling: str,
+                  observers) -> torch.Tensor:
+    encoded = tokenizer(
         batch, padding=True, truncation=True, max_length=config.max_length, return_tensors="pt"
     ).to(loaded.device)
     with surgery.capture_residual_stream(loaded.model) as residuals:
@@ -116,12 +138,7 @@ def _pooled_batch(loaded: LoadedModel, batch, config: CollectConfig, pooling: st
 
 
 def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
-    if config.representation not in REPRESENTATIONS:
-        raise LayerpickError(
-            f"unknown representation {config.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
-        )
-    if config.batch_size < 1 or config.max_length < 1:
-        raise LayerpickError("--batch-size and --max-length must be positive")
+    config.check()
     if not texts:
         raise CalibrationError("no texts to encode")
 

@@ -6,18 +6,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from layerpick.core.prompts import Prompt
+
 
 @dataclass(frozen=True)
 class ExportConfig:
     """`report` (a select report.json) chooses the layer when `export_model` is given none; `pooling` None takes
     the report's pooling or the family's default; `max_seq_length` None the source's setting (capped by the
-    model); `parity_texts` None the built-in parity texts."""
+    model); `parity_texts` None the built-in parity texts; `prompt` None takes the report's template (plain text
+    without a report), else a built-in name, `none` or a template with one `{text}`."""
 
     pooling: str | None = None
     representation: str = "exported"
-    normalize: bool = False
+    normalize: bool | None = None  # None: as the source's own sentence-transformers pipeline (raw otherwise)
     max_seq_length: int | None = None
     report: Path | None = None
     overwrite: bool = False
     parity_texts: Sequence[str] | None = None
     progress: bool = True
+    format: str = "sentence-transformers"  # or "onnx": the ONNX graph too
+    quantize: str | None = None  # "int8" (with format "onnx"): the dynamically quantized graph too
+    prompt: str | Prompt | None = None

@@ -11,7 +11,6 @@ export that fails it leaves nothing behind. The file format and the atomic outpu
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +18,21 @@ from typing import Any, Sequence
 
 import torch
 
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
+from layerpick.core.prompts import (
+    PLAIN,
+    Prompt,
+    default_pooling,
+    parse_prompt,
+    prompt_from_json,
+)
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.export import model_card, st_layout
+from layerpick.export import model_card, onnx_step, prompted, st_layout
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
 
@@ -66,6 +73,7 @@ class ExportPlan:
     representation: str
     report: SelectReport | None = None
     report_path: str | None = None
+    prompt: Prompt = PLAIN
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,8 @@ class ExportResult:
     params_cut: int
     weights_bytes: int
     notes: tuple[str, ...] = ()
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
@@ -96,36 +106,54 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
                  load_options: LoadOptions = LoadOptions()) -> ExportResult:
     """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
     sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
-    parity texts."""
+    parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
+    source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
+    report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
+    (`config.quantize` "int8": and its int8 copy), checked in `onnx_step`."""
     output = Path(output)
-    plan = make_plan(model, layer, config.report, config.pooling, config.representation)
+    plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt)
+    with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(config.parity_texts)
+    load_options.check()
+    if config.max_seq_length is not None and config.max_seq_length < 1:
+        raise ExportError(f"--max-seq-length must be at least 1 (got {config.max_seq_length})")
     st_layout.check_output(output, config.overwrite)
+    check_output_location(output, "--output")
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
-    pooling_mode = check_pooling(plan.pooling or loaded.family.default_pooling)
+    pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.default_pooling, plan.prompt))
+    unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
-    reference = _reference(loaded, plan, pooling_mode, config.normalize, seq_length, texts, config.progress)
+    tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
+    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress)
+    edges = None if plan.prompt.is_plain else prompted.measure_edges(
+        loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
+    prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, work / "source", target, pooling_mode, config.normalize, seq_length)
-        diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length)
+        device = str(loaded.device)  # the parity check runs the export where the reference was computed
+        diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
+        onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
-            normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options)
+            normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
+            format=config.format, quantize=config.quantize,
+            prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value())
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
-            pooling=pooling_mode, normalize=config.normalize, max_seq_length=seq_length, params_full=params_full,
+            pooling=pooling_mode, normalize=unit, max_seq_length=seq_length, params_full=params_full,
             params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model),
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
-            versions=library_versions())
+            versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
+            onnx=onnx, prompt=prompt_facts)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -133,12 +161,13 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx)
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
-              representation: str) -> ExportPlan:
+              representation: str, prompt: str | Prompt | None = None) -> ExportPlan:
     """The export request, checked before any model is loaded."""
+    asked = prompt if isinstance(prompt, Prompt) else (None if prompt is None else parse_prompt(prompt))
     if (layer is None) == (report is None):
         raise ExportError("give exactly one of a layer (--layer K) or a select report (--report report.json)")
     if representation not in REPRESENTATIONS:
@@ -149,14 +178,18 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         if layer < 1:
             raise LayerRangeError(f"layer {layer} is out of range: an export keeps the first K blocks, "
                                   "1 <= K <= the model's layer count")
-        return ExportPlan(layer, pooling, representation)
+        return ExportPlan(layer, pooling, representation, prompt=asked or PLAIN)
     data = read_report(Path(report))
     _check_report_model(data, model, report)
     for name, given, chosen in (("pooling", pooling, data.pooling),
                                 ("representation", representation, data.representation)):
         if given is not None and given != chosen and not (name == "representation" and given == "exported"):
             raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
-    return ExportPlan(data.selected_layer, data.pooling, data.representation, data, str(report))
+    chosen_prompt = prompt_from_json(data.extra.get("prompt"))
+    if asked is not None and asked.template != chosen_prompt.template:
+        raise ExportError(f"--prompt {asked.label} contradicts the report, which selected with prompt "
+                          f"{chosen_prompt.label}")
+    return ExportPlan(data.selected_layer, data.pooling, data.representation, data, str(report), chosen_prompt)
 
 
 def read_report(path: Path) -> SelectReport:
@@ -208,11 +241,9 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
         if requested < 1 or (limit is not None and requested > limit):
             raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
         return requested
-    source = Path(loaded.path) / "sentence_bert_config.json" if loaded.path else None
-    if source is not None and source.is_file():
-        saved = json.loads(source.read_text(encoding="utf-8")).get("max_seq_length")
-        if isinstance(saved, int) and saved > 0:
-            return saved
+    if loaded.pipeline.max_seq_length is not None:
+        own = loaded.pipeline.max_seq_length
+        return own if limit is None else min(own, limit)
     candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
     return min(c for c in candidates if isinstance(c, int) and c > 0)
 
@@ -220,37 +251,50 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
                texts: Sequence[str], progress: bool) -> torch.Tensor:
     """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
-    config = CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
-                           max_length=max_length, progress=progress)
-    states = collect(loaded, texts, config).layer(plan.layer).float()
+    states = collect(loaded, loaded.pipeline.prepare(texts), _parity_config(plan, pooling, max_length, progress))
+    states = states.layer(plan.layer).float()
     return torch.nn.functional.normalize(states, dim=-1) if normalize else states
 
 
-def _save(loaded: LoadedModel, staging: Path, target: Path, pooling: str, normalize: bool,
-          max_seq_length: int) -> list[str]:
+def _parity_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool) -> CollectConfig:
+    return CollectConfig(pooling=pooling, representation=plan.representation, batch_size=PARITY_BATCH_SIZE,
+                         max_length=max_length, progress=progress, prompt=plan.prompt)
+
+
+def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target: Path, pooling: str,
+          normalize: bool, max_seq_length: int) -> list[str]:
     """Save the cut model as a legacy-compatible sentence-transformers directory; return notes for the card."""
     notes = []
-    if getattr(loaded.tokenizer, "chat_template", None):
+    if getattr(tokenizer, "chat_template", None):
         notes.append("the tokenizer's chat template was removed: texts are embedded as they are")
-    tokenizer = st_layout.prepare_tokenizer(loaded.tokenizer, max_seq_length)
+    if not prompt.is_plain:
+        notes.append(f"the tokenizer wraps every text in the prompt template {prompt.template!r}: send plain text")
+    tokenizer = st_layout.prepare_tokenizer(tokenizer, max_seq_length)
     loaded.model.save_pretrained(staging, safe_serialization=True)
     tokenizer.save_pretrained(staging)
+    if not prompt.is_plain:  # before sentence-transformers reads it back, or a model-specific class drops it
+        prompted.finish_layout(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
                                         max_seq_length=max_seq_length)
-    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length)
+    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length,
+                             pipeline=loaded.pipeline)
+    if not prompt.is_plain:
+        prompted.finish_layout(target)
     problems = st_layout.layout_problems(target)
+    if not prompt.is_plain:
+        problems += prompted.prompt_problems(target, tokenizer, max_seq_length)
     if problems:
         raise ExportError(f"the saved directory is incomplete: {'; '.join(problems)}")
     return notes
 
 
 def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
-                 dtype: str = "float32") -> tuple[float, float]:
+                 dtype: str = "float32", *, device: str = "cpu") -> tuple[float, float]:
     """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
     return (max abs diff, tolerance) or raise ParityError."""
     from sentence_transformers import SentenceTransformer
 
-    encoder = SentenceTransformer(str(directory), device="cpu")
+    encoder = SentenceTransformer(str(directory), device=device)
     encoded = encoder.encode(list(texts), convert_to_tensor=True, batch_size=PARITY_BATCH_SIZE,
                              show_progress_bar=False)
     reference = reference.float().cpu()
@@ -264,6 +308,11 @@ def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
         raise ParityError(f"parity failed: the export differs from layer K of the full model by up to {diff:.3g} "
                           f"(tolerance {tolerance:.3g}); nothing was written")
     return diff, tolerance
+
+
+def _carried(loaded: LoadedModel) -> dict[str, Any] | None:
+    """The source's sentence-transformers steps the export keeps (None for a plain transformers source)."""
+    return loaded.pipeline.describe() if loaded.pipeline.sentence_transformers else None
 
 
 def _write_documents(target: Path, facts: model_card.ExportFacts) -> None:

@@ -9,12 +9,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
-from layerpick.metrics import get_metric, list_metrics, parse_metrics
+from layerpick.errors import LayerpickError
+from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
 from layerpick.selection.frontier import frontier
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
@@ -25,7 +27,7 @@ from layerpick.selection.rules import (
     parse_rule,
     within_budget,
 )
-from layerpick.selection.scoring import ScoringConfig, score_layers
+from layerpick.selection.scoring import ScoringConfig, check_inputs, score_layers
 
 # Every registered metric, in registry order (the default of --metrics).
 ALL_METRICS = ",".join(m.name for m in list_metrics())
@@ -49,16 +51,30 @@ class SelectConfig:
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
 
+    def check(self) -> list[MetricSpec]:
+        """Every option checked before a model is loaded; returns the metrics to compute (the requested ones
+        plus those the rule needs)."""
+        rule = parse_rule(self.rule)
+        requested = parse_metrics(self.metrics)
+        names = {m.name for m in requested}
+        if not (isinstance(self.tolerance, (int, float)) and 0.0 <= self.tolerance < 1.0):
+            raise LayerpickError(f"--tolerance must be in [0, 1) (got {self.tolerance})")
+        if self.limit is not None and self.limit < 1:
+            raise LayerpickError(f"--limit must be at least 1 (got {self.limit})")
+        self.collect.check()
+        self.scoring.check()
+        return requested + [get_metric(name) for name in rule.metrics if name not in names]
+
 
 def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
     """Score every layer of `model` on the calibration set and choose one."""
     started = time.perf_counter()
+    metrics = config.check()
+    load_options.check()
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
-    requested = parse_metrics(config.metrics)
-    names = {m.name for m in requested}
-    metrics = requested + [get_metric(name) for name in rule.metrics if name not in names]
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
+    check_inputs(texts.texts, metrics, config.scoring)
     load_start = time.perf_counter()
     loaded = load_model(model, load_options)
     load_s = time.perf_counter() - load_start
@@ -83,6 +99,7 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
         views=config.scoring.views, alpha=config.scoring.alpha,
         max_length=effective_max_length(loaded, config.collect.max_length), dtype=load_options.dtype,
+        device=str(loaded.device),
         notes=loaded.notes, versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
@@ -92,6 +109,10 @@ def default_output(model: str) -> Path:
     return Path("layerpick-out") / Path(model.rstrip("/")).name
 
 
-def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None) -> tuple[SelectReport, list[Path]]:
+def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig,
+                     output: Path | None) -> tuple[SelectReport, list[Path]]:
+    """Check the output location first, then select, then write the report there."""
+    output = Path(output) if output is not None else default_output(model)
+    check_output_location(output, "--output")
     report = run_select(model, load_options, config)
-    return report, write_report(report, output or default_output(model))
+    return report, write_report(report, output)

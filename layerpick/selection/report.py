@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from layerpick._util.atomic import commit_files, staging_directory
 from layerpick._util.filenames import REPORT_FILE
 from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.selection.result import SelectReport
@@ -79,7 +77,11 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
     """Each metric against relative depth k/L, one panel per metric, the chosen layer marked, the ideal
     speed-up on a top axis; a last panel with the rule's objective against the ideal speed-up (the
     unsupervised frontier)."""
-    from layerpick.selection.frontier_plot import add_speedup_axis, draw_frontier, pyplot
+    from layerpick.selection.frontier_plot import (
+        add_speedup_axis,
+        draw_frontier,
+        pyplot,
+    )
 
     plt = pyplot()
     names = list(report.scores)
@@ -115,15 +117,9 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
 def write_report(report: SelectReport, output: Path) -> list[Path]:
     """Write report.json, report.md and metrics.png into `output` (created if needed), atomically."""
     output.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".layerpick-", dir=output))
-    try:
-        (staging / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
-        (staging / "report.md").write_text(to_markdown(report))
+    with staging_directory(output / "report") as staging:
+        (staging / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+        (staging / "report.md").write_text(to_markdown(report), encoding="utf-8")
         plot_metrics(report, staging / "metrics.png")
-        written = []
-        for name in (REPORT_FILE, "report.md", "metrics.png"):
-            os.replace(staging / name, output / name)
-            written.append(output / name)
-        return written
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        commit_files(staging, output, ("metrics.png", "report.md", REPORT_FILE))  # the JSON, read first, last
+    return [output / name for name in (REPORT_FILE, "report.md", "metrics.png")]

@@ -48,6 +48,7 @@ class SelectReport:
     alpha: float | None = None
     max_length: int | None = None
     dtype: str | None = None
+    device: str | None = None
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -61,9 +62,9 @@ class SelectReport:
         """The report.json object: the same keys and order as every earlier report."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "rule",
-                 "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice", "scores",
-                 "directions", "cost", "objective", "frontier", "skipped_texts", "calibration", "seed", "views",
-                 "alpha", "max_length", "dtype", "notes", "versions", "timings")
+                 "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice",
+                 "scores", "directions", "cost", "objective", "frontier", "skipped_texts", "calibration", "seed",
+                 "views", "alpha", "max_length", "dtype", "device", "notes", "versions", "timings")
         return {**{key: data[key] for key in order}, **self.extra}
 
     @classmethod

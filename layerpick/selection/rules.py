@@ -130,6 +130,11 @@ def _span(layers: Sequence[int]) -> str:
     return ", ".join(str(k) for k in layers)
 
 
+def rule_objective(scores: dict[str, list[float | None]], rule: Rule, candidates: list[int]) -> list[float | None]:
+    """Per index of `scores`' lists, the rule's goodness in [0, 1] over `candidates` (None elsewhere)."""
+    return _objective(scores, rule, candidates, _num_layers(scores, rule))
+
+
 def _objective(scores, rule: Rule, candidates: list[int], num: int) -> list[float | None]:
     """Per layer, the rule's goodness rescaled to [0, 1] over the candidates (mean of per-term ranks)."""
     total = [0.0] * (num + 1)

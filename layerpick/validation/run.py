@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -25,11 +24,14 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.atomic import write_text_atomic
 from layerpick._util.filenames import VALIDATION_FILE
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
+from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
-from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
@@ -43,6 +45,7 @@ from layerpick.validation.sources import (
     SourceOptions,
     exported_setup,
     model_setup,
+    store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 
@@ -77,6 +80,19 @@ class ValidationReport:
     def ok(self) -> bool:
         return not self.failures
 
+    def to_json(self) -> dict[str, Any]:
+        """validation.json's content."""
+        return self.data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], output_dir: Path) -> ValidationReport:
+        """A finished run read back from its validation.json (in `output_dir`)."""
+        missing = [key for key in ("num_layers", "tasks", "mean_by_layer", "failures") if key not in data]
+        if missing:
+            raise ReportFormatError(f"{output_dir / VALIDATION_FILE} is not a validation.json: missing "
+                                    f"{', '.join(missing)}")
+        return cls(data, Path(output_dir), (Path(output_dir) / VALIDATION_FILE,))
+
 
 def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,
                    load_options: LoadOptions = LoadOptions()) -> ValidationReport:
@@ -85,6 +101,10 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     started = time.perf_counter()
     if model is None and config.exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
+    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
+    results = Path(config.result_cache) if config.result_cache else results_root(output)
+    _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
+                                                 "MTEB_CACHE": results})
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
@@ -95,8 +115,6 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
         config.layers, setup.num_layers, select.selected_layer if select else None)
-    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
-    results = Path(config.result_cache) if config.result_cache else results_root(output)
     cache = ResultCache(results)
     with ValidationBars(len(specs), config.progress) as bars:
         setup.source.progress = bars.encoding
@@ -104,6 +122,17 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     data = _document(setup, specs, outcomes, chosen, select, started, config.choice)
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
+
+
+def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, outputs: dict[str, Path]) -> None:
+    """Every option and output location, before minutes go into loading and encoding."""
+    load_options.check()
+    max_length = 1 if config.max_length is None else config.max_length
+    CollectConfig(config.pooling, config.representation, config.batch_size, max_length).check()
+    if isinstance(config.layers, str):
+        check_layer_words(config.layers)
+    for option, path in outputs.items():
+        check_output_location(path, option)
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
@@ -295,11 +324,7 @@ def _costs(facts: dict[str, Any]) -> LayerCosts | None:
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
-    handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
-    os.replace(temporary, path)
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
     written = [path, plot_validation(data, output / "validation.png", select)]
     if data.get("frontier"):
         written.append(plot_frontier_png(data, output / "frontier.png"))

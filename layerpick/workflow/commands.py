@@ -25,7 +25,7 @@ def reproduce_commands(result: RunResult) -> list[str]:
                      *load])
     if config.tasks:
         commands.append(["layerpick", "validate", model, *task_flags(config), *_representation_flags(config),
-                         "--normalize" if config.normalize else "--no-normalize",
+                         *_normalize_flags(config),
                          "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
                          "--store", str(out / "validate" / "store"), *config.choice.flags(), *load])
     lines = [shlex.join(words) for words in commands] + [result.export["command"]]
@@ -64,7 +64,12 @@ def _representation_flags(config: RunConfig) -> list[str]:
 
 
 def _export_flags(config: RunConfig) -> list[str]:
-    return ["--normalize"] if config.normalize else []
+    return _normalize_flags(config)
+
+
+def _normalize_flags(config: RunConfig) -> list[str]:
+    """None follows the model's own sentence-transformers pipeline: no flag."""
+    return [] if config.normalize is None else ["--normalize" if config.normalize else "--no-normalize"]
 
 
 def _run_bench_flags(bench: BenchConfig | None) -> list[str]:

@@ -16,7 +16,12 @@ from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
 from layerpick._util.formatting import COST_HEADER, cost_cells, number
-from layerpick.selection.report import ARROWS, format_score, layer_cost_cells, layer_label
+from layerpick.selection.report import (
+    ARROWS,
+    format_score,
+    layer_cost_cells,
+    layer_label,
+)
 from layerpick.validation.picks import frontier_table, picks_lines
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult

@@ -33,6 +33,7 @@ from layerpick._util.filenames import (
     RUN_FILE,
     VALIDATION_FILE,
 )
+from layerpick._util.outputs import check_output_location
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
@@ -44,7 +45,7 @@ from layerpick.selection.frontier import ChoiceError, ChoiceOptions
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
-from layerpick.selection.rules import check_min_speedup, parse_rule
+from layerpick.selection.rules import check_min_speedup
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class RunConfig:
     task_data: tuple[Path, ...] = ()
     validate_batch_size: int = 32
     validate_max_length: int | None = None
-    normalize: bool = False
+    normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline
     bench: BenchConfig | None = BenchConfig()
     select: SelectConfig = SelectConfig()
     choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
@@ -93,20 +94,25 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                  *, progress: bool = True, announce: Announce | None = None) -> RunResult:
     """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
     output = Path(output)
+    load_options.check()
     inputs = input_facts(model, config)
-    created = not output.exists()
+    created = [folder for folder in (output, *output.parents) if not folder.exists()]  # innermost first
     _check_output(output)
+    ledger = Ledger(output / LEDGER, config.force)
+    ledger.start()  # run.json first: a run interrupted at any later point is recognised and resumed
     try:
-        return _run_stages(model, output, load_options, config, inputs, progress, announce)
+        return _run_stages(model, output, load_options, config, inputs, ledger, progress, announce)
     except BaseException:
-        if created and output.is_dir() and not any(output.iterdir()):
-            output.rmdir()  # a first stage that fails leaves no empty folder behind
+        if created and not ledger.stages:  # nothing finished: leave no folder behind (a re-run starts afresh)
+            shutil.rmtree(output, ignore_errors=True)
+            for folder in created[1:]:
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
         raise
 
 
 def _run_stages(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
-                progress: bool, announce: Announce | None) -> RunResult:
-    ledger = Ledger(output / LEDGER, config.force)
+                ledger: "Ledger", progress: bool, announce: Announce | None) -> RunResult:
     if config.force:
         _clear(output)
     announce = announce or (lambda stage, reused: None)
@@ -171,6 +177,10 @@ class Ledger:
         self.path = path
         self.previous = {} if force or not path.is_file() else _read_json(path).get("stages", {})
         self.stages: dict[str, dict[str, Any]] = {}
+
+    def start(self) -> None:
+        """Mark the folder as a layerpick run before any stage writes into it (earlier stages kept)."""
+        self._save()
 
     def reusable(self, stage: str, key: str, product: Path) -> bool:
         return self.previous.get(stage, {}).get("key") == key and product.is_file()
@@ -252,7 +262,7 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
 
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
-    data = run_bench(output / "model", bench, progress=progress).to_dict()
+    data = run_bench(output / "model", bench, progress=progress).to_json()
     write_json_atomic(output / BENCH_FILE, data)
     return data
 
@@ -261,7 +271,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     """Check the rule, layers, bench settings and tasks before the first stage spends minutes on the model,
     and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
     hash and each task's data revision (a content hash for a local folder)."""
-    parse_rule(config.select.rule)
+    config.select.check()
     check_min_speedup(config.select.min_speedup)
     if config.choice.validated and not config.tasks:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
@@ -284,8 +294,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
 
 
 def _check_output(output: Path) -> None:
-    if output.exists() and not output.is_dir():
-        raise LayerpickError(f"--output {output} exists and is not a directory")
+    check_output_location(output, "--output")
     if output.is_dir() and any(output.iterdir()) and not (output / LEDGER).is_file():
         raise LayerpickError(f"--output {output} is not empty and holds no earlier `layerpick run`; "
                              "choose a new or empty directory")

@@ -3,13 +3,13 @@
 import json
 
 import pytest
-from tiny import LAYERS, make_model
 
 from layerpick.core.cost import LayerCosts, layer_costs
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.picks import frontier_section
-from validation.helpers import ALL_KINDS
+from tests.testkit.tasks import ALL_KINDS
+from tests.testkit.tiny import LAYERS, make_model
 
 COSTS = LayerCosts(params_kept=(10, 20, 30, 40, 50), flops_per_token=(1.0, 25.0, 50.0, 75.0, 100.0), seq_length=128)
 MEANS = [0.1, 0.50, 0.62, 0.60, 0.64]  # ideal speed-ups: 100, 4, 2, 1.33, 1

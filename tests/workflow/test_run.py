@@ -1,0 +1,198 @@
+"""`layerpick run`: every stage into one folder, one report, finished stages reused, --force, bad output."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from layerpick.bench.run import BenchConfig
+from layerpick.errors import LayerpickError
+from layerpick.selection import job as select_run
+from layerpick.selection.job import SelectConfig
+from layerpick.workflow.report import write_run_report
+from layerpick.workflow.run import RunConfig, run_workflow
+from tests.testkit.tasks import failing_classification, sts_folder
+
+LAYERPICK = str(Path(sys.executable).parent / "layerpick")
+BENCH = BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False)
+
+
+def config_for(task: Path, **changes) -> RunConfig:
+    base = dict(tasks=(str(task),), layers="all", select=SelectConfig(limit=24), bench=BENCH)
+    return RunConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_dirs, tmp_path_factory):
+    """One complete run on a tiny llama with one STS task; tests copy its folder before changing anything."""
+    root = tmp_path_factory.mktemp("run")
+    task = sts_folder(root)
+    result = run_workflow(str(tiny_dirs("llama")), root / "out", config=config_for(task), progress=False)
+    files = write_run_report(result)
+    return result, files, task
+
+
+def copy_of(finished_run, tmp_path) -> Path:
+    result = finished_run[0]
+    shutil.copytree(result.output, tmp_path / "out")
+    return tmp_path / "out"
+
+
+def test_every_stage_writes_its_artifacts(finished_run):
+    result, files, _ = finished_run
+    out = result.output
+    for path in ("select/report.json", "select/metrics.png", "validate/validation.json", "validate/validation.png",
+                 "model/layerpick.json", "model/model.safetensors", "bench.json", "run.json"):
+        assert (out / path).is_file(), path
+    assert [p.name for p in files] == ["report.md", "report.html"]
+    assert result.export["layer"] == result.select["selected_layer"]
+    assert result.export["parity"]["passed"]
+    assert set(result.stages) == {"select", "validate", "export", "bench"}
+    assert not any(stage["reused"] for stage in result.stages.values())
+
+
+def test_report_answers_which_layer_how_good_how_fast(finished_run):
+    result, files, _ = finished_run
+    text = files[0].read_text()
+    k, num = result.select["selected_layer"], result.select["num_layers"]
+    assert f"**Which layer:** layer {k} of {num}" in text
+    mean = result.validation["mean_by_layer"][k]
+    assert f"mean main score {mean:.4f} at layer {k}" in text
+    ratio = result.bench["rows"][1]["throughput_ratio"]
+    assert f"batch 4: {ratio:.2f}x the full model's throughput" in text
+    for heading in ("## Model", "## Calibration set", "## Every metric by layer", "## Rule and chosen layer",
+                    "## Validation by layer", "## Export", "## Speed", "## Reproduce"):
+        assert heading in text
+    assert f"layerpick export {result.model} --report {result.output}/select/report.json" in text
+
+
+def test_html_is_self_contained(finished_run):
+    page = finished_run[1][1].read_text()
+    assert page.count('src="data:image/png;base64,') == 3  # metrics, validation and frontier plots, embedded
+    assert "src=\"http" not in page and "<link" not in page
+    assert "<b>Which layer:</b>" in page
+
+
+def test_model_card_gains_validation_and_speed(finished_run):
+    result = finished_run[0]
+    card = (result.export_dir / "README.md").read_text()
+    assert "## Validation" in card and "## Speed" in card
+    metadata = json.loads((result.export_dir / "layerpick.json").read_text())
+    assert metadata["speedup"]["batch 4"]["throughput x"] == pytest.approx(result.bench["rows"][1]["throughput_ratio"])
+    assert metadata["validation"]["mean_by_layer"] == result.validation["mean_by_layer"]
+
+
+def test_rerun_reuses_every_finished_stage(finished_run, tmp_path, monkeypatch):
+    result, _, task = finished_run
+    out = copy_of(finished_run, tmp_path)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished stage was recomputed")
+
+    for name in ("run_select", "export_model", "run_bench"):
+        monkeypatch.setattr(f"layerpick.workflow.run.{name}", fail)
+    monkeypatch.setattr("layerpick.validation.run_validation", fail)
+    again = run_workflow(result.model, out, config=config_for(task), progress=False)
+    assert all(stage["reused"] for stage in again.stages.values())
+    assert again.select == result.select
+
+
+def test_a_changed_option_recomputes_only_what_depends_on_it(finished_run, tmp_path, monkeypatch):
+    result, _, task = finished_run
+    out = copy_of(finished_run, tmp_path)
+    for name in ("run_select", "export_model"):
+        monkeypatch.setattr(f"layerpick.workflow.run.{name}", lambda *a, **k: pytest.fail("recomputed"))
+    changed = config_for(task, bench=BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=False))
+    again = run_workflow(result.model, out, config=changed, progress=False)
+    assert {name: stage["reused"] for name, stage in again.stages.items()} == {
+        "select": True, "validate": True, "export": True, "bench": False}
+    assert [row["batch_size"] for row in again.bench["rows"]] == [2]
+
+
+def test_force_recomputes_everything(finished_run, tmp_path, monkeypatch):
+    result, _, task = finished_run
+    out = copy_of(finished_run, tmp_path)
+    calls = []
+    real = select_run.run_select
+    monkeypatch.setattr("layerpick.workflow.run.run_select", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = run_workflow(result.model, out, config=config_for(task, force=True, bench=None), progress=False)
+    assert calls == [1]
+    assert not any(stage["reused"] for stage in again.stages.values())
+    assert not (out / "bench.json").exists()  # --force cleared the earlier bench; this run has none
+
+
+def test_refuses_a_folder_it_did_not_make(tiny_dirs, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(LayerpickError, match="not empty"):
+        run_workflow(str(tiny_dirs("llama")), tmp_path, config=RunConfig(bench=None), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_cli_end_to_end(tiny_dirs, tmp_path):
+    out = tmp_path / "cli-out"
+    done = subprocess.run([LAYERPICK, "run", str(tiny_dirs("gpt2")), "--limit", "16", "--no-bench", "--output",
+                           str(out), "--json", "-q"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["selected_layer"] == json.loads((out / "select" / "report.json").read_text())["selected_layer"]
+    assert summary["parity_passed"] is True
+    assert summary["validation"] is None and summary["speedup"] is None
+    assert (out / "report.html").is_file()
+    assert "Not run: no `--tasks` were given." in (out / "report.md").read_text()
+
+
+def test_a_bad_task_fails_before_any_stage(tiny_dirs, tmp_path, monkeypatch):
+    monkeypatch.setattr("layerpick.workflow.run.run_select", lambda *a, **k: pytest.fail("select ran"))
+    with pytest.raises(LayerpickError, match="did you mean"):
+        run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=RunConfig(tasks=("STSBenchmrk",), bench=None))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, monkeypatch):
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from layerpick.cli.app import app
+    from layerpick.workflow.commands import reproduce_commands
+    from layerpick.workflow.run import input_facts, stage_keys
+
+    result = finished_run[0]
+    line = reproduce_commands(result)[0]
+    seen = {}
+
+    def capture(model, output, load, config, **kwargs):
+        seen.update(model=model, load=load, config=config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("layerpick.cli.run_cmd.run_workflow", capture)
+    CliRunner().invoke(app, shlex.split(line)[1:])
+    assert "--limit 24" in line and "--no-bench-memory" in line and "--bench-texts 8" in line
+    expected = stage_keys(result.model, result.load_options, result.config, input_facts(result.model, result.config))
+    again = stage_keys(seen["model"], seen["load"], seen["config"], input_facts(seen["model"], seen["config"]))
+    assert again == expected
+
+
+def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
+    from layerpick.cli.run_cmd import summary
+
+    result, _, task = finished_run
+    out = copy_of(finished_run, tmp_path)
+    again = run_workflow(result.model, out, config=config_for(task, bench=None), progress=False)
+    files = write_run_report(again)
+    assert again.bench is None and summary(again, files)["speedup"] is None
+    assert "Not measured (`--no-bench`)." in files[0].read_text()
+    assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))
+
+
+def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monkeypatch):
+    task, broken = sts_folder(tmp_path), failing_classification(tmp_path, monkeypatch)
+    config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
+    first = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert list(first.validation["failures"]) == ["broken"]
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["stages"]["validate"]["key"] is None
+    again = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert again.stages["select"]["reused"] and not again.stages["validate"]["reused"]
