@@ -197,8 +197,8 @@ def _frontier(result: RunResult) -> list[Block]:
         header, rows = frontier_table(result.validation, measured)
         lines = picks_lines(section)
         exported = result.export["layer"]
-        lines[-1] = (f"Exported: layer {exported}. " + ("Why: " + section["reason"] + "."
-                     if exported == section.get("chosen_layer") else ""))
+        lines[-1] = (f"Exported: {section['reason']}." if exported == section.get("chosen_layer")
+                     else f"Exported: layer {exported}.")
         return [Heading("Quality against speed"),
                 Text("The frontier: the evaluated layers that no other layer beats on both the validated mean "
                      "score and the ideal speed-up (compute per token against the full model)."),

@@ -42,7 +42,7 @@ def test_max_loss_exports_the_shallowest_layer_within_the_loss(tiny_dirs, tmp_pa
         max(means[1:]) - means[1])
     assert "unsupervised" in section["picks"]
     assert "chosen from the validation (`--max-loss 1`" in text
-    assert "## Quality against speed" in text and "Exported: layer 1. Why: layer 1: --max-loss 1" in text
+    assert "## Quality against speed" in text and "Exported: layer 1: --max-loss 1: the shallowest layer" in text
     ratio = result.bench["rows"][0]["throughput_ratio"]
     assert f"{ratio:.2f}x (batch 2)" in text  # the benched layer's measured speed-up in the frontier table
     assert (result.output / "validate" / "frontier.png").is_file()
