@@ -97,7 +97,7 @@ def _model(result: RunResult) -> list[Block]:
             ["revision", str(select.get("revision") or "default")], ["family", select["family"]],
             ["layers", f"{select['num_layers']} blocks (layer 0 = the embeddings)"],
             ["representation", select["representation"]], ["pooling", select["pooling"]],
-            ["dtype", select["dtype"]]]
+            ["dtype", select["dtype"]], ["device", select.get("device") or "not recorded"]]
     rows += [["note", note] for note in select.get("notes", [])]
     return [Heading("Model"), Table(["", ""], rows)]
 
