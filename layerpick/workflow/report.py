@@ -120,7 +120,7 @@ def _model(result: RunResult) -> list[Block]:
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
             ["prompt", _prompt_cell(select.prompt)],
-            ["dtype", select.dtype]]
+            ["dtype", select.dtype], ["device", select.device or "not recorded"]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
 
