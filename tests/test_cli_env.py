@@ -22,7 +22,7 @@ REPEATED = {
     "--device-map": "LAYERPICK_DEVICE_MAP", "--trust-remote-code": "LAYERPICK_TRUST_REMOTE_CODE",
     "--quiet": "LAYERPICK_QUIET", "--tasks": "LAYERPICK_TASKS", "--task-data": "LAYERPICK_TASK_DATA",
     "--store": "LAYERPICK_STORE", "--host": "LAYERPICK_HOST", "--port": "LAYERPICK_PORT",
-    "--threads": "LAYERPICK_THREADS",
+    "--threads": "LAYERPICK_THREADS", "--prompt": "LAYERPICK_PROMPT",
 }
 
 
