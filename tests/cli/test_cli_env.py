@@ -23,7 +23,7 @@ REPEATED = {
     "--quiet": "LAYERPICK_QUIET", "--tasks": "LAYERPICK_TASKS", "--task-data": "LAYERPICK_TASK_DATA",
     "--store": "LAYERPICK_STORE", "--host": "LAYERPICK_HOST", "--port": "LAYERPICK_PORT",
     "--threads": "LAYERPICK_THREADS", "--min-speedup": "LAYERPICK_MIN_SPEEDUP", "--choose": "LAYERPICK_CHOOSE",
-    "--max-loss": "LAYERPICK_MAX_LOSS",
+    "--max-loss": "LAYERPICK_MAX_LOSS", "--prompt": "LAYERPICK_PROMPT",
 }
 
 

@@ -196,3 +196,31 @@ def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monke
     assert json.loads((tmp_path / "out" / "run.json").read_text())["stages"]["validate"]["key"] is None
     again = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     assert again.stages["select"]["reused"] and not again.stages["validate"]["reused"]
+
+
+def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
+    """select scores every (template, layer) pair, validate evaluates the templates side by side at the
+    chosen layers, and the export applies the chosen template by itself."""
+    from sentence_transformers import SentenceTransformer
+
+    from layerpick.core.collect import CollectConfig, collect
+    from layerpick.core.models import load_model
+    from layerpick.core.prompts import prompt_from_json
+    from layerpick.workflow.commands import reproduce_commands
+
+    task = sts_folder(tmp_path)
+    config = config_for(task, layers="selected", bench=None,
+                        select=SelectConfig(limit=24, metrics="infonce", prompt="none,eol"))
+    result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    select, chosen = result.select, result.select.prompt
+    assert set(select.by_prompt) == {"none", "eol"}
+    assert list(result.validation["by_prompt"])[0] == chosen["name"]  # the chosen template leads
+    assert result.validation["prompt"] == chosen and result.export["prompt"]["template"] == chosen["template"]
+    texts = ["the quick brown fox", "numbers like 42 and more"]
+    exported = SentenceTransformer(str(result.export_dir), device="cpu").encode(texts, convert_to_tensor=True)
+    config = CollectConfig(pooling=select.pooling, progress=False, max_length=result.export["max_seq_length"],
+                           prompt=prompt_from_json(chosen))
+    full = collect(load_model(str(tiny_dirs("llama"))), texts, config).layer(select.selected_layer)
+    assert (exported - full).abs().max().item() < 1e-4
+    text = write_run_report(result)[0].read_text()
+    assert "Mean main score by prompt template" in text and "--prompt none,eol" in "\n".join(reproduce_commands(result))
