@@ -125,13 +125,25 @@ def _cosines(got, want) -> list[float]:
     return [float(value) for value in (got * want).sum(axis=1)]
 
 
+def _reason(error: Exception, log: Path) -> str:
+    """The error in one line: the server log's last exception line when the server died."""
+    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+    raised = [line.strip() for line in lines if line and not line.startswith(" ") and "Error" in line.split(":")[0]]
+    text = raised[-1] if raised else f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    return text.replace(str(log.parent) + "/", "").replace("|", "/")[:300]
+
+
 def compare(work: Path) -> None:
     from importlib import metadata
 
     texts = json.loads((work / "texts.json").read_text())
-    versions = {name: metadata.version(name) for name in ("infinity-emb", "sentence-transformers", "transformers",
-                                                            "torch", "onnxruntime", "optimum", "optimum-onnx",
-                                                            "numpy")}
+    versions = {}
+    for name in ("infinity-emb", "sentence-transformers", "transformers", "torch", "onnxruntime", "optimum",
+                 "optimum-onnx", "numpy"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
     print(json.dumps({"versions": versions, "python": platform.python_version()}), flush=True)
     runs = {
         "infinity --engine torch": lambda d, log: serve_infinity(d, ["--engine", "torch", "--no-bettertransformer"],
@@ -158,7 +170,7 @@ def compare(work: Path) -> None:
                 row.update(min_cosine=min(cosines), mean_cosine=sum(cosines) / len(cosines),
                            required=None if "int8" in engine else COSINE_REQUIRED)
             except Exception as error:  # noqa: BLE001 - a failing engine is a result to report
-                row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                row["error"] = _reason(error, log)
             print(json.dumps(row), flush=True)
 
 
