@@ -166,7 +166,7 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
                                 ("representation", representation, data.representation)):
         if given is not None and given != chosen and not (name == "representation" and given == "exported"):
             raise ExportError(f"--{name} {given} contradicts the report, which selected with {name} {chosen}")
-    chosen_prompt = prompt_from_json(data.extra.get("prompt"))
+    chosen_prompt = prompt_from_json(data.prompt)
     if asked is not None and asked.template != chosen_prompt.template:
         raise ExportError(f"--prompt {asked.label} contradicts the report, which selected with prompt "
                           f"{chosen_prompt.label}")
