@@ -125,6 +125,9 @@ def describe_builtins() -> str:
 
 def _builtin(name: str) -> Prompt:
     key = name.lower()
+    if "," in key and all(part.strip() in (NONE, *BUILTIN_TEMPLATES) for part in key.split(",")):
+        raise PromptError(f"unknown prompt {name!r}: give one template here (select, validate and run take "
+                          "several, comma-separated)")
     if key not in BUILTIN_TEMPLATES:
         raise PromptError(f"unknown prompt {name!r}: give a template with {PLACEHOLDER}, or one of {_choices()}")
     return Prompt(key, BUILTIN_TEMPLATES[key])
