@@ -40,7 +40,12 @@ from layerpick.core.collect import CollectConfig, collect, token_lengths
 from layerpick.core.models import load_model
 from layerpick.core.pooling import last_token_pool, mean_pool
 from layerpick.core.prompt_tokenizer import prompted_tokenizer
-from layerpick.core.prompts import BUILTIN_TEMPLATES, PLAIN, default_pooling, parse_prompt
+from layerpick.core.prompts import (
+    BUILTIN_TEMPLATES,
+    PLAIN,
+    default_pooling,
+    parse_prompt,
+)
 from layerpick.metrics import parse_metrics
 from layerpick.selection.prompt_choice import choose_pair
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule

@@ -87,6 +87,11 @@ def parse_prompt(value: str | None) -> Prompt:
     return Prompt(_builtin_name_of(value) or "custom", value)
 
 
+def as_prompt(value: "Prompt | str | None") -> Prompt:
+    """A Prompt from a Prompt, a template or name, or None (plain text)."""
+    return value if isinstance(value, Prompt) else parse_prompt(value)
+
+
 def parse_prompts(value: str | None) -> tuple[Prompt, ...]:
     """Several templates for select/validate/run: a literal template (alone), or comma-separated names such as
     `none,eol,sum`. Duplicates are an error, so every (template, layer) pair is scored once."""

@@ -24,7 +24,13 @@ from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
 from layerpick.core.models import LoadedModel, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
-from layerpick.core.prompts import PLAIN, Prompt, default_pooling, parse_prompt, prompt_from_json
+from layerpick.core.prompts import (
+    PLAIN,
+    Prompt,
+    default_pooling,
+    parse_prompt,
+    prompt_from_json,
+)
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.export import model_card, prompted, st_layout
 from layerpick.export.config import ExportConfig

@@ -28,7 +28,12 @@ from mteb.results import TaskResult
 from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions
-from layerpick.core.prompts import DEFAULT_PROMPT, Prompt, parse_prompts, prompt_from_json
+from layerpick.core.prompts import (
+    DEFAULT_PROMPT,
+    Prompt,
+    parse_prompts,
+    prompt_from_json,
+)
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report

@@ -36,8 +36,8 @@ from layerpick._util.filenames import (
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
-from layerpick.errors import LayerpickError
 from layerpick.core.prompts import parse_prompts
+from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
