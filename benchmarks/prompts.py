@@ -196,7 +196,8 @@ def default_key(name: str, family_default: str = "mean") -> str:
 
 
 def best(values: list[float]) -> tuple[int, float]:
-    k = max(range(1, len(values)), key=lambda i: values[i])
+    """The best layer 1..L and its score (a layer whose score is undefined, NaN, never wins)."""
+    k = max(range(1, len(values)), key=lambda i: values[i] if np.isfinite(values[i]) else -np.inf)
     return k, values[k]
 
 
