@@ -1,90 +1,81 @@
-"""The `layerpick` command: composes the command modules and maps errors to exit codes."""
+"""The `layerpick` entry point: Ctrl-C handling first, then the commands, then exit codes.
+
+`main` installs the SIGINT handler before anything heavy is imported (torch takes seconds), so Ctrl-C at any
+moment prints "layerpick: aborted" and exits 130, also when a library swallowed the KeyboardInterrupt or
+turned it into another error on its way up (`layerpick._util.interrupt` remembers the request). Settings the
+libraries read once at import time (whether their progress bars draw) are made before they are imported.
+The Typer app itself lives in `layerpick.cli.commands` (`app` here is the same object, imported on use).
+
+Exit codes: 0 ok, 1 user error, 2 usage error, 3 internal error, 130 interrupted (see `layerpick.cli.errors`).
+"""
 
 from __future__ import annotations
 
-import logging
+import os
+import signal
 import sys
-from typing import Annotated
 
-import typer
+from layerpick._util import interrupt
+from layerpick.cli import errors
 
-from layerpick import __version__
-from layerpick.cli import (
-    bench_cmd,
-    collect_cmd,
-    compare_cmd,
-    errors,
-    export_cmd,
-    models_cmd,
-    run_cmd,
-    select_cmd,
-    serve_cmd,
-    validate_cmd,
-)
-
-app = typer.Typer(
-    name="layerpick",
-    help="Find the best intermediate layer of a language model without labels, and export it as an embedder.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("select")(select_cmd.select)
-app.command("models")(models_cmd.models)
-app.command("collect")(collect_cmd.collect)
-app.command("export")(export_cmd.export)
-app.command("serve")(serve_cmd.serve)
-app.command("bench")(bench_cmd.bench)
-app.command("validate")(validate_cmd.validate)
-app.command("compare")(compare_cmd.compare)
-app.command("run")(run_cmd.run)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"layerpick {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
-    ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens (stderr).")] = False,
-) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr, format="%(message)s")
-    _quiet_third_party()
-
-
-def _quiet_third_party() -> None:
-    """layerpick draws its own progress bars; transformers' per-load bars and warnings are noise here."""
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
+TRUE_WORDS = ("1", "true", "t", "yes", "y", "on")
 
 
 def main() -> None:
+    signal.signal(signal.SIGINT, _on_interrupt)
+    sys.exit(run(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line `argv` (without the program name); report any error on stderr; return the exit code."""
     try:
-        code = app(standalone_mode=False)  # without standalone mode, a typer.Exit(code) comes back as its code
-        if isinstance(code, int) and code != 0:
-            sys.exit(code)
-    except typer.Exit as done:
-        sys.exit(done.exit_code)
-    except typer.Abort:
+        code = _dispatch(argv)
+    except BaseException as error:  # noqa: BLE001 - the one place that turns every outcome into an exit code
+        code = errors.exit_code(error)
+    if code == errors.INTERRUPTED or interrupt.requested():
+        if errors.debug_enabled() and interrupt.where():
+            print("Traceback (most recent call last):\n" + "".join(interrupt.where()) + "KeyboardInterrupt",
+                  file=sys.stderr)
         print("layerpick: aborted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as error:  # noqa: BLE001 - the one error mapper
-        if _is_usage_error(error):
-            error.show()
-            sys.exit(2)
-        if errors.debug_enabled():
-            raise
-        sys.exit(errors.report(error))
+        code = errors.INTERRUPTED
+    return code
 
 
-def _is_usage_error(error: Exception) -> bool:
-    from typer._click.exceptions import ClickException  # Typer bundles its own click
+def _on_interrupt(signum, frame) -> None:
+    if errors.debug_enabled():  # LAYERPICK_DEBUG=1: where the interrupt arrived, whatever catches it later
+        import traceback
 
-    return isinstance(error, ClickException)
+        interrupt.request(traceback.format_stack(frame))
+    else:
+        interrupt.request()
+    raise KeyboardInterrupt
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv == ["--version"]:  # answered without importing torch and the libraries (nothing to warn about)
+        from layerpick import __version__
+
+        print(f"layerpick {__version__}")
+        return 0
+    prepare_libraries(argv)
+    from layerpick.cli.commands import app
+
+    code = app(args=argv, prog_name="layerpick", standalone_mode=False)
+    return code if isinstance(code, int) else 0
+
+
+def prepare_libraries(argv: list[str]) -> None:
+    """Before the libraries are imported: their progress bars stay off under --quiet (or LAYERPICK_QUIET) and
+    when stderr is not a terminal (logs); tqdm, huggingface_hub and datasets read these once, at import."""
+    quiet = any(arg in ("--quiet", "-q") for arg in argv) or os.environ.get("LAYERPICK_QUIET", "").lower() in TRUE_WORDS
+    if quiet or not sys.stderr.isatty():
+        for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
+            os.environ.setdefault(name, "1")
+
+
+def __getattr__(name: str):
+    if name == "app":  # `from layerpick.cli.app import app`, for tests and embedding
+        from layerpick.cli.commands import app
+
+        return app
+    raise AttributeError(name)

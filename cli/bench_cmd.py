@@ -1,4 +1,5 @@
-"""`layerpick bench`: the exported model against its full model, side by side: speed, latency, memory."""
+"""`layerpick bench`: the exported model against its full model, side by side: speed, latency, memory; with
+`--layers`, several cuts of one model against the full model in one run (a table and a plot)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,32 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from layerpick.bench.config import BenchConfig
+from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.run import BenchResult, run_bench
 from layerpick.cli import options as opt
 
 
 def bench(
-    directory: Annotated[Path, typer.Argument(help="An exported sentence-transformers directory.")],
+    directory: Annotated[str, typer.Argument(help="An exported sentence-transformers directory; with --layers also "
+                                                  "a model (alias, directory, .gguf or hub id).")],
     baseline: Annotated[Optional[str], typer.Option(
         help="The full model: alias, directory, .gguf or hub id (default: the source in layerpick.json).")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = "1,32",
-    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = 128,
+    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = BenchConfig.texts,
     repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = 3,
     memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = True,
-    device: opt.Device = "cpu",
+    device: opt.Device = "auto",
     threads: opt.Threads = None,
+    backend: Annotated[str, typer.Option(
+        help="What runs the export: torch, onnx or onnx-int8 (its ONNX graphs, through onnxruntime).")] = "torch",
+    layers: Annotated[Optional[str], typer.Option(
+        help="Bench several cuts in one run: comma-separated layers (e.g. 6,13,28) or 'frontier' (the frontier "
+             "layers of --validation), each against the full model.")] = None,
+    validation: Annotated[Optional[Path], typer.Option(
+        help="A validation.json of the same model: its frontier for --layers frontier, its mean scores beside "
+             "each cut.")] = None,
+    output: Annotated[Optional[Path], typer.Option(
+        help="With --layers: where cuts.json, cuts.md and cuts.png go (default layerpick-out/<model>/bench).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
     quiet: opt.Quiet = False,
 ) -> None:
@@ -32,13 +44,35 @@ def bench(
 
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
-    config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts, repeats=repeats,
-                         device=device, memory=memory, threads=threads)
+    config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts,
+                         repeats=repeats, device=device, memory=memory, threads=threads, backend=backend)
+    if layers is not None or validation is not None:
+        _bench_cuts(directory, layers, validation, config, output, as_json, quiet)
+        return
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         _render(result)
+
+
+def _bench_cuts(source: str, layers: str | None, validation: Path | None, config: BenchConfig,
+                output: Path | None, as_json: bool, quiet: bool) -> None:
+    from layerpick.bench.cuts import plan_cuts, run_cuts
+    from layerpick.bench.cuts_output import to_markdown, write_cuts
+    from layerpick.core.models import LoadOptions
+    from layerpick.selection.job import default_output
+
+    if layers is None:
+        raise BenchError("--validation needs --layers (e.g. --layers frontier)")
+    plan = plan_cuts(source, layers, validation, config.baseline)
+    result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=not quiet)
+    written = write_cuts(result, output or default_output(plan.source) / "bench")
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    Console(soft_wrap=True, highlight=False).print(to_markdown(result))
+    typer.echo("wrote " + ", ".join(str(path) for path in written))
 
 
 def _render(result: BenchResult) -> None:
@@ -46,7 +80,7 @@ def _render(result: BenchResult) -> None:
     console.print(_models_table(result))
     console.print(_speed_table(result))
     console.print(f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
-                  f"{result.threads} threads. Ratios are export / full.")
+                  f"{result.threads} threads, export on {result.backend}. Ratios are export / full.")
     if result.memory_method:
         console.print(f"memory: {result.memory_method}")
     for note in result.notes:

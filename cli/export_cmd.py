@@ -26,20 +26,29 @@ def export(
     ] = None,
     pooling: opt.Pooling = None,
     prompt: opt.Prompt = None,
-    normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the embeddings.")] = False,
+    normalize: Annotated[Optional[bool], typer.Option(
+        "--normalize/--no-normalize", help="L2-normalise the embeddings (default: as the model's own "
+        "sentence-transformers pipeline; no for other models).")] = None,
     max_seq_length: Annotated[
-        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: min(model limit, 512)).")
+        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: the "
+                                    "model's sentence-transformers setting, else min(model limit, 512)).")
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = False,
+    format: Annotated[str, typer.Option(
+        "--format", help="sentence-transformers, or onnx: also onnx/model.onnx (needs layerpick[onnx]).")
+    ] = "sentence-transformers",
+    quantize: Annotated[Optional[str], typer.Option(
+        help="int8: also onnx/model_quantized.onnx (dynamic int8), checked against the float graph.")] = None,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:
     """Export MODEL cut after layer K as a sentence-transformers embedder, checked against layer K.
 
-    Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12
+    Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12 --format onnx --quantize int8
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
-                          overwrite=overwrite, progress=not quiet, prompt=prompt)
+                          overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
+                          prompt=prompt)
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)
@@ -62,8 +71,25 @@ def _render(result: ExportResult) -> None:
     console.print(f"  layers      first {result.layer} of {result.num_layers} ({result.pooling} pooling"
                   f"{', normalized' if result.normalize else ''})")
     console.print(f"  parameters  {result.params_cut:,} of {result.params_full:,} kept ({kept:.0%}), "
-                  f"{result.weights_bytes / 1e6:.1f} MB")
+                  f"{result.weights_bytes / 1e6:.1f} MB {result.dtype}")
     console.print(f"  parity      max abs diff {result.parity_max_abs_diff:.2e} vs layer {result.layer} of the full "
                   f"model (tolerance {result.parity_tolerance:.1e})")
+    _render_onnx(console, result.onnx)
     for note in result.notes:
         console.print(f"  note        {note}")
+
+
+def _render_onnx(console: Console, onnx: dict | None) -> None:
+    if not onnx:
+        return
+    parity = onnx["parity"]
+    console.print(f"  onnx        {onnx['file']} {onnx['bytes'] / 1e6:.1f} MB; vs the torch export: token states "
+                  f"{parity['token_states_max_rel_diff']:.1e}, embeddings {parity['embeddings_max_rel_diff']:.1e} "
+                  f"of the largest value (tolerance {parity['tolerance']:.0e})")
+    int8 = onnx.get("int8")
+    if int8:
+        cosines = " ".join(f"{value:.4f}" for value in int8["cosine_to_float"])
+        kept = int8["kept_float32"]
+        console.print(f"  onnx int8   {int8['file']} {int8['bytes'] / 1e6:.1f} MB ({kept['matmuls']} of {kept['of']} "
+                      f"MatMuls kept float32); cosine to the float export min {int8['min_cosine']:.4f} "
+                      f"(per text: {cosines})")

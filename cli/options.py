@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import inspect
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
-from layerpick.selection.job import ALL_METRICS, SelectConfig
+from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
 
@@ -23,7 +23,8 @@ ModelArg = Annotated[
 ]
 Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).", envvar="LAYERPICK_REVISION")]
 Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
-Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto.", envvar="LAYERPICK_DEVICE")]
+Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto (the GPU when there is one, else the CPU).",
+                                     envvar="LAYERPICK_DEVICE")]
 DeviceMap = Annotated[
     Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).",
                                 envvar="LAYERPICK_DEVICE_MAP")
@@ -40,7 +41,8 @@ Calibration = Annotated[
 ]
 Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').",
                                               envvar="LAYERPICK_FIELD")]
-Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts.", envvar="LAYERPICK_LIMIT")]
+Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts (a number above the set's size "
+                                                   "keeps every text).", envvar="LAYERPICK_LIMIT")]
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
 BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
 MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
@@ -54,6 +56,15 @@ Metrics = Annotated[str, typer.Option(help="Comma-separated metrics to compute."
 Rule = Annotated[str, typer.Option(help="min-<metric>, max-<metric> or rank:<rule>,<rule>,...", envvar="LAYERPICK_RULE")]
 Tolerance = Annotated[float, typer.Option(help="Take the smallest layer within this fraction of the rule's best "
                                           "(0 = the best; trades quality for speed).")]
+MinSpeedup = Annotated[Optional[float], typer.Option(
+    "--min-speedup", help="Only layers with at least this ideal speed-up over the full model are candidates "
+    "(e.g. 3); applied before --tolerance.", envvar="LAYERPICK_MIN_SPEEDUP")]
+Choose = Annotated[Optional[str], typer.Option(
+    "--choose", help="Which layer to export with tasks: 'unsupervised' (the rule's pick, the default) or "
+    "'validated' (the best validated mean score).", envvar="LAYERPICK_CHOOSE")]
+MaxLoss = Annotated[Optional[str], typer.Option(
+    "--max-loss", help="Export the shallowest layer whose validated mean score is within this absolute loss of "
+    "the best layer's (e.g. 0.01); needs tasks.", envvar="LAYERPICK_MAX_LOSS")]
 IncludeLayer0 = Annotated[bool, typer.Option("--include-layer0", help="Let the embeddings (layer 0) win.")]
 Alpha = Annotated[float, typer.Option(help="Renyi order of the matrix entropies (1 = von Neumann).")]
 Views = Annotated[int, typer.Option(help="Augmented views per text for dime/infonce (2) and lidar (all).",
@@ -76,7 +87,7 @@ Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU 
 LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading command loads its model
     "revision": (Revision, None),
     "dtype": (Dtype, "float32"),
-    "device": (Device, "cpu"),
+    "device": (Device, "auto"),
     "device_map": (DeviceMap, None),
     "trust_remote_code": (TrustRemoteCode, False),
     "allow_pickle": (AllowPickle, False),
@@ -84,29 +95,35 @@ LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading comm
 }
 
 
-def with_load_options(command: Callable) -> Callable:
-    """Give a command the model-loading options (after its own); it receives them as one `load: LoadOptions`."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "load"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in LOAD_OPTIONS.items()]
+def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], Any]) -> Callable:
+    """A decorator that gives a command the `options` (after its own) and hands it `build(values, own values)` as
+    the one argument `parameter`."""
 
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        load = LoadOptions(**{name: kwargs.pop(name) for name in LOAD_OPTIONS})
-        return command(**kwargs, load=load)
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != parameter]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+                 for name, (annotation, default) in options.items()]
 
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            values = {name: kwargs.pop(name) for name in options}
+            return command(**kwargs, **{parameter: build(values, kwargs)})
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *added])
+        return wrapper
+
+    return decorate
 
 
 SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
     "calibration": (Calibration, None),
     "field": (Field, None),
-    "limit": (Limit, None),
+    "limit": (Limit, DEFAULT_LIMIT),
     "metrics": (Metrics, ALL_METRICS),
     "rule": (Rule, DEFAULT_RULE),
     "tolerance": (Tolerance, 0.0),
+    "min_speedup": (MinSpeedup, None),
     "include_layer0": (IncludeLayer0, False),
     "representation": (Representation, "exported"),
     "pooling": (Pooling, None),
@@ -119,31 +136,22 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
 }
 
 
-def with_select_options(command: Callable) -> Callable:
-    """Give a command the scoring and selection options (after its own); it receives them as one
-    `selection: SelectConfig` (progress bars follow the command's own `quiet`)."""
-    signature = inspect.signature(command, eval_str=True)
-    own = [parameter for parameter in signature.parameters.values() if parameter.name != "selection"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-             for name, (annotation, default) in SELECT_OPTIONS.items()]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        values = {name: kwargs.pop(name) for name in SELECT_OPTIONS}
-        return command(**kwargs, selection=select_config(values, progress=not kwargs.get("quiet", False)))
-
-    wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-    return wrapper
-
-
 def select_config(values: dict, progress: bool) -> SelectConfig:
     collect = CollectConfig(values["pooling"], values["representation"], values["batch_size"], values["max_length"],
                             progress=progress)
     return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
-                        include_layer0=values["include_layer0"], collect=collect,
+                        min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]),
                         prompt=values["prompt"])
+
+
+# The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
+with_load_options = _option_group("load", LOAD_OPTIONS, lambda values, own: LoadOptions(**values))
+# The scoring and selection options of `select` and `run`, handed over as one `selection: SelectConfig` (progress
+# bars follow the command's own `quiet`).
+with_select_options = _option_group(
+    "selection", SELECT_OPTIONS, lambda values, own: select_config(values, progress=not own.get("quiet", False)))
 
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:

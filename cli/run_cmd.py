@@ -15,6 +15,7 @@ from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
+from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import SelectConfig, default_output
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, RunResult, run_workflow, speedup_summary
@@ -27,8 +28,9 @@ def run(
     tasks: Annotated[Optional[list[str]], typer.Option(
         "--tasks", "-t", help="MTEB task names or task folders (comma-separated or repeated); none: no validation.",
         envvar="LAYERPICK_TASKS")] = None,
-    layers: Annotated[str, typer.Option(help="Layers to validate: 'all', or a mix of K, last and selected.")]
-    = "selected",
+    layers: Annotated[Optional[str], typer.Option(
+        help="Layers to validate: 'all', or a mix of K, last and selected (default: selected; all with --choose "
+             "validated or --max-loss).")] = None,
     task_data: Annotated[Optional[list[Path]], typer.Option(
         "--task-data", help="Folder of task folders named after MTEB tasks (offline).", envvar="LAYERPICK_TASK_DATA")]
     = None,
@@ -36,15 +38,19 @@ def run(
         help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.")]
     = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = False,
-    normalize: Annotated[bool, typer.Option("--normalize", help="Export L2-normalised embeddings.")] = False,
+    normalize: Annotated[Optional[bool], typer.Option(
+        "--normalize/--no-normalize", help="Unit-length embeddings, or raw pooled ones (default: as the model's own "
+        "sentence-transformers pipeline; raw for other models).")] = None,
     bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
     = True,
     bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = "1,32",
-    bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = 128,
+    bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = BenchConfig.texts,
     bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")] = 3,
     bench_memory: Annotated[bool, typer.Option("--bench-memory/--no-bench-memory",
                                                help="Measure peak memory (a fresh process per model).")] = True,
     threads: opt.Threads = None,
+    choose: opt.Choose = None,
+    max_loss: opt.MaxLoss = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a summary object (JSON) on stdout only.")] = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),
@@ -58,11 +64,13 @@ def run(
     from layerpick.validation import split_items  # mteb-free until a command runs
 
     items = tuple(item for value in tasks or [] for item in split_items(value))
+    choice = ChoiceOptions.parse(choose, max_loss)
     sizes = opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes")
     bench_config = BenchConfig(batch_sizes=sizes, texts=bench_texts, repeats=bench_repeats, device=load.device,
                                memory=bench_memory, threads=threads) if bench else None
+    layers = layers or ("all" if choice.validated else "selected")
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
-                       bench=bench_config, select=selection, force=force)
+                       bench=bench_config, select=selection, choice=choice, force=force)
     target = output or default_output(name) / "run"
     result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
     files = write_run_report(result)
@@ -83,6 +91,8 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "num_layers": result.select.num_layers,
         "selected_layer": result.select.selected_layer,
         "rule": result.select.rule,
+        "exported_layer": result.export["layer"],
+        "choice": result.config.choice.describe(),
         "prompt": result.select.prompt,
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
@@ -105,15 +115,23 @@ def _announcer(quiet: bool):
 
 def _render(result: RunResult, files: list[Path]) -> None:
     console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
-    select = result.select
+    select, layer = result.select, result.export["layer"]
+    how = select.rule if layer == select.selected_layer and not result.config.choice.validated else (
+        f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
     prompt = (select.prompt or {}).get("name", "none")
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
-    console.print(f"[bold]layer {select.selected_layer} of {select.num_layers}[/bold] ({select.rule}{wrapped})")
+    console.print(f"[bold]layer {layer} of {select.num_layers}[/bold] ({how}{wrapped})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
         console.print("mean task score: " + ", ".join(
             f"{name} layer {c['layer']} {c['mean_score']:.4f}" for name, c in chosen if c["mean_score"] is not None))
+    section = (result.validation or {}).get("frontier")
+    if section:
+        console.print(f"frontier (mean task score against ideal speed-up): layers "
+                      f"{', '.join(str(k) for k in section['layers'])}")
+        if result.config.choice.validated:
+            console.print(f"exported {section['reason']}")
     for row in (result.bench or {}).get("rows", []):
         console.print(f"batch {row['batch_size']}: throughput x{_number(row['throughput_ratio'])} vs the full model")
     console.print(f"export: {result.export_dir}")

@@ -9,12 +9,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from layerpick._util.formatting import number
+from layerpick._util.formatting import COST_HEADER, number
 from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.selection.job import SelectConfig, select_and_write
-from layerpick.selection.report import ARROWS, prompt_line, side_by_side
+from layerpick.selection.report import (
+    ARROWS,
+    cost_lines,
+    layer_cost_cells,
+    layer_label,
+    prompt_line,
+    side_by_side,
+)
 from layerpick.selection.result import SelectReport
 
 
@@ -47,10 +54,12 @@ def _render(report: SelectReport, written) -> None:
     table.add_column("layer", justify="right")
     for name in names:
         table.add_column(f"{name} {ARROWS[report.directions[name]]}", justify="right", min_width=len(name) + 2)
+    for column in COST_HEADER if report.costs else ():
+        table.add_column(column, justify="right")
     for k in range(report.num_layers + 1):
         chosen = k == report.selected_layer
-        cells = [_cell(report.scores[n][k]) for n in names]
-        table.add_row(f"{k} ◀" if chosen else str(k), *cells, style="bold green" if chosen else None)
+        cells = [_cell(report.scores[n][k]) for n in names] + list(layer_cost_cells(report, k))
+        table.add_row(layer_label(report, k), *cells, style="bold green" if chosen else None)
     console.print(table)
     side = side_by_side(report)
     if side:
@@ -64,6 +73,8 @@ def _render(report: SelectReport, written) -> None:
     if report.prompt:
         console.print(prompt_line(report)[2:], markup=False)
     console.print(f"selected: [bold]{report.choice}[/bold]")
+    for line in cost_lines(report):
+        console.print(line[2:], highlight=False)
     for note in report.notes:
         console.print(f"note: {note}")
     console.print("wrote " + ", ".join(str(p) for p in written))

@@ -23,11 +23,14 @@ def serve(
     batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.",
                                             envvar="LAYERPICK_BATCH_SIZE")] = 32,
     max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
-    device: opt.Device = "cpu",
+    device: opt.Device = "auto",
     model_name: Annotated[Optional[str], typer.Option(
         help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
     = None,
     threads: opt.Threads = None,
+    backend: Annotated[str, typer.Option(
+        help="What runs the model: torch, onnx or onnx-int8 (an export's ONNX graphs, through onnxruntime).")
+    ] = "torch",
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
     after the requests in flight are answered.
@@ -37,14 +40,16 @@ def serve(
     Example: layerpick serve ./smollm2-k15 --port 8080 --threads 4
     """
     config = ServeConfig(host=host, port=port, max_inputs=max_inputs, max_chars=max_chars, batch_size=batch_size,
-                         max_wait_ms=max_wait_ms, device=device, model_name=model_name, threads=threads)
+                         max_wait_ms=max_wait_ms, device=device, model_name=model_name, threads=threads,
+                         backend=backend)
     run_server(directory, config, on_ready=_announce)
     typer.echo("layerpick: server stopped", err=True)
 
 
 def _announce(server: EmbeddingServer) -> None:
     typer.echo(
-        f"layerpick: serving {server.model_name} ({server.dimension} dimensions, {server.threads} torch threads)"
+        f"layerpick: serving {server.model_name} ({server.dimension} dimensions, {server.threads} "
+        f"{'torch' if server.config.backend == 'torch' else server.config.backend + ' (onnxruntime)'} threads)"
         f" at {server.url}"
         f"  (POST {server.url}/v1/embeddings, GET {server.url}/health; Ctrl-C to stop)",
         err=True,

@@ -15,10 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from layerpick import validation
-from layerpick._util.formatting import number
+from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.cli import options as opt
 from layerpick.core import registry
+from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
+from layerpick.selection.frontier import ChoiceOptions
+from layerpick.validation.picks import frontier_table, picks_lines
 
 TASKS_HELP = (
     "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated. A folder named after "
@@ -64,6 +67,8 @@ def validate(
     max_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens (default: the "
                                                       "model's sentence-transformers setting, else 512).",
                                                       envvar="LAYERPICK_MAX_LENGTH")] = None,
+    choose: opt.Choose = None,
+    max_loss: opt.MaxLoss = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print validation.json on stdout and nothing else.")] = False,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
@@ -75,6 +80,7 @@ def validate(
     items = [item for value in tasks or [] for item in validation.split_items(value)]
     if not items:
         raise typer.BadParameter("give at least one task", param_hint="--tasks")
+    choice = ChoiceOptions.parse(choose, max_loss)
     _quiet_mteb_logging()
     if materialize is not None:
         for folder in validation.materialize_tasks(items, materialize):
@@ -83,7 +89,7 @@ def validate(
     config = validation.ValidateConfig(
         layers=layers, report=report, output_dir=output, pooling=pooling, representation=representation,
         batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
-        task_data=task_data or (), progress=not quiet, prompt=prompt)
+        task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt)
     source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
     result = validation.run_validation(source, items, config, load_options=load)
     if as_json:
@@ -106,14 +112,19 @@ def _render(result: "validation.ValidationReport") -> None:
     parts = [f"{name} layer {c['layer']}: {_fmt(c['mean_score'])}" for name, c in chosen if c["mean_score"] is not None]
     if parts:
         console.print("mean score at " + ", ".join(parts))
+    if data.get("frontier"):
+        header, rows = frontier_table(data)
+        console.print(_plain_table("frontier: mean score against ideal speed-up", header, rows))
+        for line in picks_lines(data["frontier"]):
+            console.print(line, highlight=False)
     if data.get("by_prompt"):
         console.print(_prompt_table(data))
     if data.get("metric_correlations"):
         console.print(_correlations(data["metric_correlations"]))
     for note in data.get("notes", []):
         console.print(f"note: {note}")
-    console.print(f"wrote {result.files[0]} and {result.files[1].name} (+ MTEB results under "
-                  f"{result.output_dir / data['results_dir']})")
+    console.print(f"wrote {result.files[0]} and {', '.join(path.name for path in result.files[1:])} (+ MTEB "
+                  f"results under {result.output_dir / data['results_dir']})")
 
 
 def _table(data: dict) -> Table:
@@ -128,12 +139,26 @@ def _table(data: dict) -> Table:
     for name in names:
         table.add_column(f"{name}\n{data['tasks'][name]['main_score_name']}", justify="right")
     table.add_column("mean", justify="right", style="bold")
+    costs = LayerCosts.from_json(data["cost"]) if data.get("cost") else None
+    for column in COST_HEADER if costs else ():
+        table.add_column(column, justify="right")
     table.add_column("")
     marks = {key: data.get(f"{key}_layer") for key in ("selected", "last", "best")}
+    frontier = (data.get("frontier") or {}).get("layers", [])
     for k in data["layers_evaluated"]:
         row = [_fmt(data["tasks"][name]["main_score_by_layer"][k]) for name in names]
-        tags = ", ".join(key for key, layer in marks.items() if layer == k)
-        table.add_row(str(k), *row, _fmt(data["mean_by_layer"][k]), tags, style="green" if tags else None)
+        cost = cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]) if costs else ()
+        tags = ", ".join([key for key, layer in marks.items() if layer == k] + (["frontier"] if k in frontier else []))
+        table.add_row(str(k), *row, _fmt(data["mean_by_layer"][k]), *cost, tags, style="green" if tags else None)
+    return table
+
+
+def _plain_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for index, column in enumerate(header):
+        table.add_column(column, justify="right" if 0 < index < len(header) - 1 else "left")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 

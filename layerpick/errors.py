@@ -12,6 +12,14 @@ class ModelNotFoundError(LayerpickError):
     """A model path, alias or hub id that cannot be found or loaded."""
 
 
+class ModelFileError(ModelNotFoundError):
+    """A model file that is there but cannot be read: truncated, corrupt, or not the format its name says."""
+
+
+class DeviceUnavailableError(LayerpickError):
+    """A device (cuda, mps) that this machine or this torch build does not have."""
+
+
 class UnsupportedArchitectureError(LayerpickError):
     """A model family that layerpick's surgery does not know."""
 

@@ -1,12 +1,10 @@
+"""Fixtures every test shares: an isolated environment and tiny models built once per session."""
+
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from tests.testkit.paths import SHARED_DATA  # noqa: F401 - where test modules find the shared task data
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +20,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory):
     """Saved tiny models by family, built once per session."""
-    from tiny import save_tiny
+    from tests.testkit.tiny import save_tiny
 
     cache = {}
 

@@ -4,10 +4,10 @@ API section shows, the paths it showed before the stage packages, and module pat
 import ast
 import importlib
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import layerpick
 

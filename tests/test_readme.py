@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import SHARED_DATA
 
 from layerpick.cli.app import app
+from tests.testkit.paths import SHARED_DATA
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"(<!-- runnable -->\n)?```(?:bash|console)\n(.*?)```", re.S)

@@ -66,8 +66,13 @@ def full_model_dir(name: str) -> Path:
 def _download(repo_id: str) -> Path:
     from huggingface_hub import snapshot_download
 
+    from layerpick.core import registry
+    from layerpick.core.hub import resolve_hub_id
+
+    source = resolve_hub_id(repo_id, aliases=tuple(registry.ENTRIES))  # fails fast offline, no retries
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=["config.json", "*.safetensors", "*.json"]))
+        return Path(snapshot_download(repo_id, allow_patterns=["config.json", "*.safetensors", "*.json"],
+                                      local_files_only=source.local_only))
     except Exception as error:  # noqa: BLE001 - hub errors come in many types; one line for the user
         raise BenchError(f"cannot fetch baseline {repo_id}: {str(error).splitlines()[0]}") from error
 
@@ -94,7 +99,7 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     (weights linked, not copied): same tokenizer, pooling and normalisation, all L layers."""
     target = work / "baseline"
     module = transformer_dir(exported).relative_to(exported)
-    shutil.copytree(exported, target)
+    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx"))  # the full model runs on torch
     module_dir = target / module
     for stale in weight_files(module_dir) + [module_dir / name for name in WEIGHT_INDEXES]:
         stale.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
+from layerpick.export.load import backend_problem
 
 
 class BenchError(LayerpickError):
@@ -22,19 +23,23 @@ class BenchConfig:
 
     baseline: str | None = None
     batch_sizes: tuple[int, ...] = (1, 32)
-    texts: int = 128
+    texts: int = 64
     repeats: int = 3
-    device: str = "cpu"
+    device: str = "auto"
     memory: bool = True
     seed: int = 0
     threads: int | None = None
+    backend: str = "torch"  # what runs the export: torch, onnx or onnx-int8 (the full model always runs on torch)
 
     def validate(self) -> "BenchConfig":
         if not self.batch_sizes or any(size < 1 for size in self.batch_sizes):
             raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
         if self.texts < 1 or self.repeats < 1:
             raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
-        problem = check_threads(self.threads)
+        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
         if problem:
             raise BenchError(problem)
+        from layerpick.core.models import resolve_device
+
+        resolve_device(self.device)  # an unknown or missing device, before any model loads
         return self

@@ -3,10 +3,13 @@
 Owns: starting the probe subprocess and reading its answer (`measure_memory`), the probe itself
 (`probe_main`), the process's RSS readings, and the sentence that says how memory was measured.
 
+- At each batch size the probe embeds one batch: the `size` longest texts (by token count), which have the
+  largest padded shape, hence the largest activations, that any batch of that size drawn from the texts can
+  have. Embedding every text in batches would find the same peak at many times the cost.
 - On CPU: peak RSS (Linux VmHWM) minus the RSS before the model is loaded (torch, sentence-transformers and
   the architecture's code already imported); the peak at a batch size is the larger of the loading peak and
-  the peak while embedding every text at that size (the kernel's peak mark is reset after loading and
-  between batch sizes).
+  the peak while embedding that batch (the kernel's peak mark is reset after loading and between batch
+  sizes).
 - On CUDA: `torch.cuda.max_memory_allocated`, reset before each batch size (the weights stay allocated, so
   included).
 - The probe uses the thread count it is given (`--threads`), so that per-thread buffers match the timing.
@@ -24,8 +27,7 @@ from typing import Sequence
 
 from layerpick.bench.baseline import transformer_dir
 from layerpick.bench.config import BenchError
-from layerpick.bench.timing import split_batches
-from layerpick.export.load import load_sentence_transformer
+from layerpick.export.load import load_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +35,11 @@ PROBE_CODE = "from layerpick.bench.memory import probe_main; probe_main()"
 
 
 def measure_memory(directory: Path, texts: list[str], batch_sizes: Sequence[int], device: str,
-                   threads: int | None = None) -> dict[int, dict]:
-    """Peak memory of `directory`'s model at each batch size, in a fresh Python process:
+                   threads: int | None = None, backend: str = "torch") -> dict[int, dict]:
+    """Peak memory of `directory`'s model (run by `backend`) at each batch size, in a fresh Python process:
     {batch size: {peak_memory_bytes, peak_rss_bytes, reset, threads}}."""
     request = {"directory": str(directory), "texts": texts, "batch_sizes": sorted(batch_sizes), "device": device,
-               "threads": threads}
+               "threads": threads, "backend": backend}
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     done = subprocess.run([sys.executable, "-c", PROBE_CODE], input=json.dumps(request), capture_output=True,
                           text=True, env=env)
@@ -60,10 +62,11 @@ def probe_main() -> None:
     device = resolve_device(request["device"])
     if request.get("threads"):
         torch.set_num_threads(int(request["threads"]))
-    _import_model_code(Path(request["directory"]))
+    backend = request.get("backend", "torch")
+    _import_model_code(Path(request["directory"]), backend)
     reset = _reset_peak_rss()
     before = _current_rss()
-    model = load_sentence_transformer(request["directory"], device)
+    model = load_encoder(request["directory"], device, backend)
     loading_peak = _peak_rss()
     reset = reset and _reset_peak_rss()
     peaks = {}
@@ -74,23 +77,39 @@ def probe_main() -> None:
 
 
 def _peak_at(model, texts: list[str], size: int, device: str, loading_peak: int, before: int) -> dict:
-    """Embed every text in batches of `size`; the peak since the last reset (or since loading, if larger)."""
+    """Embed the worst batch of `size` texts; the peak since the last reset (or since loading, if larger)."""
     import torch
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    for batch in split_batches(texts, size):
-        model.encode(batch, batch_size=size, convert_to_numpy=True, show_progress_bar=False)
+    batch = longest(texts, size, _token_count(model))
+    model.encode(batch, batch_size=size, convert_to_numpy=True, show_progress_bar=False)
     rss = max(loading_peak, _peak_rss())
     model_bytes = torch.cuda.max_memory_allocated() if device == "cuda" else rss - before
     return {"peak_memory_bytes": int(model_bytes), "peak_rss_bytes": int(rss)}
 
 
-def _import_model_code(directory: Path) -> None:
-    """Import sentence-transformers and the architecture's transformers module before the baseline reading,
-    so that what the probe attributes to the model is weights and activations, not Python code."""
+def longest(texts: list[str], size: int, length) -> list[str]:
+    """The `size` texts with the largest `length` (all of them when there are fewer)."""
+    return sorted(texts, key=length, reverse=True)[:size]
+
+
+def _token_count(model):
+    """Tokens of one text as `model` sees it (truncated to its max_seq_length)."""
+    limit = getattr(model, "max_seq_length", None)
+    options = {"truncation": True, "max_length": limit} if limit else {}
+    return lambda text: len(model.tokenizer(text, **options)["input_ids"])
+
+
+def _import_model_code(directory: Path, backend: str = "torch") -> None:
+    """Import sentence-transformers and the architecture's transformers module (and onnxruntime for an ONNX
+    backend) before the baseline reading, so that what the probe attributes to the model is weights and
+    activations, not Python code."""
     import sentence_transformers  # noqa: F401
     import transformers
+
+    if backend != "torch":
+        import onnxruntime  # noqa: F401
 
     config = transformers.AutoConfig.from_pretrained(str(transformer_dir(directory)))
     try:

@@ -28,7 +28,7 @@ from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.memory import all_reset, measure_memory, memory_method
 from layerpick.bench.timing import Measurement, split_batches, time_side_by_side
 from layerpick.core.calibration import load_calibration
-from layerpick.export.load import load_sentence_transformer, read_metadata
+from layerpick.export.load import load_encoder, load_sentence_transformer, read_metadata
 
 __all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "run_bench"]
 
@@ -66,9 +66,20 @@ class BenchResult:
     threads: int
     memory_method: str | None
     notes: list[str] = field(default_factory=list)
+    backend: str = "torch"  # what ran the export; the full model always runs on torch
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """bench.json's content (`layerpick bench --json`)."""
         return asdict(self)
+
+    to_dict = to_json  # the earlier name
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchResult:
+        rows = [BenchRow(**{**row, "exported": Measurement(**row["exported"]),
+                            "baseline": Measurement(**row["baseline"])}) for row in data["rows"]]
+        return cls(**{**data, "exported": ModelFacts(**data["exported"]), "baseline": ModelFacts(**data["baseline"]),
+                      "rows": rows})
 
 
 def bench_texts(count: int, seed: int = 0) -> list[str]:
@@ -106,7 +117,8 @@ def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, pro
         paths = {"exported": exported, "baseline": build_baseline_dir(exported, full, Path(work))}
         run = _Run(paths, name, full, texts, device, config)
         facts, timings = _time(run, progress)
-        memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads)
+        memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads,
+                                       config.backend if role == "exported" else "torch")
                   for role, path in paths.items()} if config.memory else None
     return _result(run, facts, timings, memory, threads, metadata)
 
@@ -116,7 +128,8 @@ def _time(run: _Run, progress: bool) -> tuple[dict[str, ModelFacts], dict[int, d
     from layerpick._util.progress import progress_bar
 
     config = run.config
-    models = {role: load_sentence_transformer(path, run.device) for role, path in run.paths.items()}
+    models = {"exported": load_encoder(run.paths["exported"], run.device, config.backend),
+              "baseline": load_sentence_transformer(run.paths["baseline"], run.device)}
     facts = {"exported": _facts(str(run.paths["exported"]), run.paths["exported"], models["exported"]),
              "baseline": _facts(run.name, run.full, models["baseline"])}
     steps = len(config.batch_sizes) * config.repeats * 2
@@ -136,11 +149,14 @@ def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str
         weights_ratio=_ratio(facts["exported"].weights_bytes, facts["baseline"].weights_bytes),
         texts=len(run.texts), repeats=config.repeats, device=run.device, threads=threads,
         memory_method=memory_method(run.device, all_reset(memory)) if memory is not None else None,
-        notes=_notes(run.name, config, metadata, threads),
+        notes=_notes(run.name, config, metadata, threads), backend=config.backend,
     )
 
 
 def _facts(name: str, weights_dir: Path, model) -> ModelFacts:
+    if hasattr(model, "graph_bytes"):  # an OnnxEncoder: its weights are the graph file
+        return ModelFacts(name=name, path=str(model.path / model.file), layers=model.num_layers,
+                          parameters=model.parameter_count(), weights_bytes=model.graph_bytes)
     weights = weight_files(transformer_dir(weights_dir))
     inner = getattr(model[0], "auto_model", None)
     layers = getattr(getattr(inner, "config", None), "num_hidden_layers", None)
@@ -182,4 +198,8 @@ def _notes(name: str, config: BenchConfig, metadata: dict | None, threads: int) 
     if isinstance(source, dict):
         notes += [str(note) for note in source.get("notes") or []]
     chosen = "from --threads" if config.threads is not None else "torch's setting, --threads not given"
-    return notes + [f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes"]
+    notes.append(f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes")
+    if config.backend != "torch":
+        notes.append(f"the export runs on {config.backend} (onnxruntime, CPU, {threads} intra-op threads); "
+                     "the full model on torch")
+    return notes

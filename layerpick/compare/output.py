@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from layerpick._util.atomic import commit_files, publish, staging_directory
 from layerpick.compare.read import CompareError
 
 JSON_NAME = "compare.json"
@@ -58,13 +57,9 @@ def staged_output(output: Path, overwrite: bool) -> Iterator[Path]:
     `output`'s. The staging folder is removed either way."""
     check_output(output, overwrite)
     target = Path(output).resolve()  # "." has no name and would be its own parent
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with staging_directory(target) as staging:
         yield staging
         _replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _replace(staging: Path, output: Path) -> None:
@@ -72,11 +67,11 @@ def _replace(staging: Path, output: Path) -> None:
     checked previous compare output, kept as a folder so a shell inside it stays valid) gets each file by an
     atomic rename, and its compare files that this comparison does not have are removed after."""
     if not output.exists():
+        publish(staging)
         os.rename(staging, output)
         return
     fresh = {path.name for path in staging.iterdir()}
-    for name in sorted(fresh, key=lambda n: n == JSON_NAME):  # compare.json last: it lists the others
-        os.replace(staging / name, output / name)
+    commit_files(staging, output, sorted(fresh, key=lambda n: n == JSON_NAME))  # compare.json last: it lists the others
     for stale in output.iterdir():
         if stale.name not in fresh and _OUTPUT_FILE.match(stale.name) and stale.is_file():
             stale.unlink()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from layerpick._util.outputs import check_output_location
 from layerpick.compare.inputs import Entry, load_entries, short_name
 from layerpick.compare.output import (
     JSON_NAME,
@@ -81,8 +82,9 @@ class Comparison:
 def compare_reports(inputs: Sequence[str | Path], output: str | Path, *, overwrite: bool = False) -> Comparison:
     """Load `inputs`, build the comparison and write it into `output` (see the module docstring)."""
     output = Path(output)
-    entries = load_entries(inputs)
     check_output(output, overwrite)
+    check_output_location(output, "--output")
+    entries = load_entries(inputs)
     data = build_comparison(entries, inputs)
     files = write_comparison(data, output, overwrite=overwrite)
     return Comparison(data, tuple(entries), output, tuple(files))

@@ -42,6 +42,19 @@ class CollectConfig:
     progress: bool = True
     prompt: Prompt | str | None = PLAIN  # the template each text is wrapped in (a Prompt, name or template)
 
+    def check(self) -> "CollectConfig":
+        """One-line errors for a bad pooling, representation, batch size or length, before any model loads."""
+        if self.pooling is not None:
+            check_pooling(self.pooling)
+        if self.representation not in REPRESENTATIONS:
+            raise LayerpickError(
+                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}")
+        if self.batch_size < 1:
+            raise LayerpickError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.max_length < 1:
+            raise LayerpickError(f"--max-length must be at least 1 (got {self.max_length})")
+        return self
+
 
 @dataclass
 class LayerStates:
@@ -70,7 +83,7 @@ def collect(
 ) -> LayerStates:
     """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
     config = dataclasses.replace(config, prompt=as_prompt(config.prompt))  # a name or template string works too
-    pooling = check_pooling(config.pooling or default_pooling(loaded.family.default_pooling, config.prompt))
+    pooling = check_pooling(config.pooling or default_pooling(loaded.default_pooling, config.prompt))
     _check_config(config, texts)
     config = _within_position_limit(config, loaded)
     tokenizer = prompted_tokenizer(loaded.tokenizer, config.prompt)
@@ -126,12 +139,7 @@ def _pooled_batch(loaded: LoadedModel, tokenizer, batch, config: CollectConfig, 
 
 
 def _check_config(config: CollectConfig, texts: Sequence[str]) -> None:
-    if config.representation not in REPRESENTATIONS:
-        raise LayerpickError(
-            f"unknown representation {config.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
-        )
-    if config.batch_size < 1 or config.max_length < 1:
-        raise LayerpickError("--batch-size and --max-length must be positive")
+    config.check()
     if not texts:
         raise CalibrationError("no texts to encode")
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
+from layerpick._util.atomic import atomic_file
+from layerpick._util.outputs import check_output_location
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, LayerStates, collect
 from layerpick.core.models import LoadOptions, load_model
@@ -52,9 +52,12 @@ def collect_layers(
     if output is not None and Path(output).suffix != ".safetensors":
         raise LayerpickError(f"--output must end in .safetensors (got {output})")
     template = parse_prompt(prompt)
+    config = CollectConfig(pooling, representation, batch_size, max_length, progress, prompt=template).check()
+    load_options.check()
+    if output is not None:
+        check_output_location(Path(output), "--output", is_file=True)
     texts = load_calibration(calibration, field=field, limit=limit, seed=seed)
     loaded = load_model(model, load_options)
-    config = CollectConfig(pooling, representation, batch_size, max_length, progress, prompt=template)
     states = collect(loaded, texts.texts, config)
     if output is not None:
         metadata = {"model": model, "calibration": json.dumps(texts.describe()), "pooling": states.pooling,
@@ -80,11 +83,6 @@ def layer_summary(states: LayerStates) -> tuple[list[float], list[float]]:
 def save_states(states: LayerStates, path: Path, metadata: dict[str, str]) -> None:
     """Write the pooled states atomically: a temporary file beside `path`, renamed at the end."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    os.close(handle)
-    try:
-        save_file({"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}, temporary, metadata)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_file(path) as temporary:
+        save_file({"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}, str(temporary),
+                  metadata)

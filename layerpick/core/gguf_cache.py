@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
-import tempfile
 from pathlib import Path
 
+from layerpick._util.atomic import atomic_directory
 from layerpick._util.cache import cache_root
-from layerpick.errors import ModelNotFoundError
+from layerpick._util.outputs import check_output_location
+from layerpick.core.load_errors import gguf_problem, loading
+from layerpick.errors import ModelFileError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 MARKER = "layerpick-gguf.json"
@@ -27,9 +28,13 @@ def converted_gguf_dir(directory: Path, gguf_file: str) -> Path:
     source = directory / gguf_file
     if not source.is_file():
         raise ModelNotFoundError(f"GGUF file not found: {source}")
+    problem = gguf_problem(source)
+    if problem:
+        raise ModelFileError(f"cannot load {source}: it {problem}")
     target = cache_root() / "gguf" / f"{source.stem}-{_fingerprint(source)}"
     if (target / MARKER).is_file():
         return target
+    check_output_location(target, "the layerpick cache (LAYERPICK_CACHE)")
     logger.info("converting %s to safetensors (once; cached in %s)", source.name, target)
     _convert(source, target)
     return target
@@ -44,22 +49,15 @@ def _fingerprint(source: Path) -> str:
 def _convert(source: Path, target: Path) -> None:
     from transformers import AutoModel, AutoTokenizer
 
-    quantised = AutoModel.from_pretrained(str(source.parent), gguf_file=source.name)
-    tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
+    with loading(source, what="GGUF file"):
+        quantised = AutoModel.from_pretrained(str(source.parent), gguf_file=source.name)
+        tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
     config = quantised.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     model = type(quantised)(config)
     model.load_state_dict(quantised.state_dict())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with atomic_directory(target) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         (staging / MARKER).write_text(json.dumps({"gguf_file": str(source), "dequantised": True}, indent=2))
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)

@@ -1,7 +1,11 @@
 """Load a model and its tokenizer from a registry alias, a local directory, a GGUF file or a hub id.
 
 The model is the bare `*Model` (no LM head), in eval mode, with gradients off. GGUF weights are dequantised
-by transformers once and cached as safetensors (see `gguf_cache`), so later loads take seconds.
+by transformers once and cached as safetensors (see `gguf_cache`), so later loads take seconds. The options
+are checked before anything is read (`LoadOptions.check`: dtype, and that the device exists here); a hub id
+is settled by `hub` (cache or one quick request, never minutes of retries); a broken file is named by
+`load_errors`; a sentence-transformers source brings its own pipeline (`st_source`), which export and
+validation follow.
 """
 
 from __future__ import annotations
@@ -15,7 +19,16 @@ from torch import nn
 
 from layerpick.core import registry, surgery
 from layerpick.core.gguf_cache import converted_gguf_dir
-from layerpick.errors import LayerpickError, ModelNotFoundError
+from layerpick.core.hub import HubSource, hub_file, resolve_hub_id, suggestion
+from layerpick.core.load_errors import loading
+from layerpick.core.pooling import POOLING_MODES
+from layerpick.core.st_source import (
+    Pipeline,
+    local_fetcher,
+    lowercase_tokenizer,
+    read_pipeline,
+)
+from layerpick.errors import DeviceUnavailableError, LayerpickError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +38,23 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load a model; the defaults are safe (no remote code, safetensors only, float32 on CPU)."""
+    """How to load a model; the defaults are safe (no remote code, safetensors only, float32) and use the GPU
+    when there is one (`device="auto"`)."""
 
     revision: str | None = None
     dtype: str = "float32"
-    device: str = "cpu"
+    device: str = "auto"
     device_map: str | None = None
     trust_remote_code: bool = False
     allow_pickle: bool = False
     gguf_file: str | None = None
+
+    def check(self) -> "LoadOptions":
+        """Refuse an unknown dtype or device, or a device this machine does not have, before any loading."""
+        if self.dtype not in DTYPES:
+            raise LayerpickError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(DTYPES)}")
+        resolve_device(self.device)
+        return self
 
     def cli_flags(self) -> list[str]:
         """The command-line flags that give these options (only those that differ from the defaults)."""
@@ -56,6 +77,7 @@ class LoadedModel:
     revision: str | None
     family: surgery.Family
     notes: list[str] = field(default_factory=list)
+    pipeline: Pipeline = field(default_factory=Pipeline)
 
     @property
     def num_layers(self) -> int:
@@ -65,40 +87,78 @@ class LoadedModel:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def default_pooling(self) -> str:
+        """The source's own sentence-transformers pooling when layerpick has it, else the family's."""
+        own = self.pipeline.pooling
+        return own if own in POOLING_MODES else self.family.default_pooling
+
 
 def resolve_device(device: str) -> str:
+    """The device to run on: `auto` is CUDA, else MPS, else the CPU; a device this machine lacks is an error."""
     if device not in DEVICES:
         raise LayerpickError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
-    if device != "auto":
-        return device
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailableError("CUDA is not available here; use --device cpu or auto")
+    if device == "mps" and not _mps_available():
+        raise DeviceUnavailableError("MPS is not available here; use --device cpu or auto")
+    return device
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend and backend.is_available())
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a name points: what transformers loads (a folder or a hub id), a GGUF file in it, notes."""
+
+    path: str
+    gguf_file: str | None = None
+    notes: tuple[str, ...] = ()
+    hub: HubSource | None = None
 
 
 def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> LoadedModel:
     """Load `name_or_path` (alias, local directory or hub id) as a bare model plus tokenizer."""
-    if options.dtype not in DTYPES:
-        raise LayerpickError(f"unknown dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
-    path, gguf_file, notes = _resolve_source(name_or_path, options)
-    if gguf_file:
-        path = str(converted_gguf_dir(Path(path), gguf_file))
+    options.check()
+    source = _resolve_source(name_or_path, options)
+    path, notes = source.path, list(source.notes)
+    if source.gguf_file:
+        path = str(converted_gguf_dir(Path(path), source.gguf_file))
         if not notes:
             notes.append("weights dequantised from a GGUF file: an approximation of the original model")
-    model = _load_weights(path, options, from_gguf=bool(gguf_file))
-    tokenizer = load_tokenizer(path, options)
+    local_only = bool(source.hub and source.hub.local_only)
+    with loading(_files_of(source, path), allow_pickle=options.allow_pickle):
+        model = _load_weights(path, options, from_gguf=bool(source.gguf_file), local_only=local_only)
+        tokenizer = load_tokenizer(path, options, local_only=local_only)
     family = surgery.family_for(model)
-    return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes)
+    pipeline = _pipeline(source, tokenizer, family, notes)
+    return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)
 
 
-def load_tokenizer(path: str, options: LoadOptions = LoadOptions()):
+def _pipeline(source: "_Source", tokenizer, family: surgery.Family, notes: list[str]) -> Pipeline:
+    """The source's own sentence-transformers pipeline; its lower-casing goes into the tokenizer (as
+    sentence-transformers does), a pooling layerpick lacks into the notes."""
+    fetch = (lambda name: hub_file(source.hub, name)) if source.hub else local_fetcher(source.path)
+    pipeline = read_pipeline(fetch)
+    if pipeline.do_lower_case:
+        lowercase_tokenizer(tokenizer)
+    if pipeline.pooling and pipeline.pooling not in POOLING_MODES:
+        notes.append(f"the source pools with {pipeline.pooling!r}, which layerpick does not implement; "
+                     f"layerpick uses {family.default_pooling!r} pooling")
+    return pipeline
+
+
+def load_tokenizer(path: str, options: LoadOptions = LoadOptions(), *, local_only: bool = False):
     """The model's tokenizer, padding on the right (exact for causal models and absolute positions)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(
-        path, revision=options.revision, trust_remote_code=options.trust_remote_code
+        path, revision=options.revision, trust_remote_code=options.trust_remote_code, local_files_only=local_only
     )
     tokenizer.padding_side = "right"
     if tokenizer.pad_token is None:
@@ -106,29 +166,41 @@ def load_tokenizer(path: str, options: LoadOptions = LoadOptions()):
     return tokenizer
 
 
-def _resolve_source(name: str, options: LoadOptions) -> tuple[str, str | None, list[str]]:
+def _resolve_source(name: str, options: LoadOptions) -> _Source:
     entry = registry.get_entry(name)
     if entry is not None:
-        entry, source = registry.resolve_alias(name)
-        return str(source.directory), source.gguf_file, [entry.note]
+        entry, found = registry.resolve_alias(name)
+        return _Source(str(found.directory), found.gguf_file, (entry.note,))
     path = Path(name).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        return str(path.parent), path.name, []
+        return _Source(str(path.parent), path.name)
     if path.is_dir():
-        return str(path), options.gguf_file, []
+        return _Source(str(path), options.gguf_file)
+    aliases = tuple(registry.ENTRIES)
     if _looks_like_path(name):
         raise ModelNotFoundError(f"model path not found: {name}")
     if "/" not in name:
-        known = ", ".join(registry.ENTRIES)
-        raise ModelNotFoundError(f"unknown model alias {name!r} (known aliases: {known}; or pass a hub id or a path)")
-    return name, options.gguf_file, []
+        raise ModelNotFoundError(f"unknown model alias {name!r}{suggestion(name, aliases)} (known aliases: "
+                                 f"{', '.join(aliases)}; or pass a hub id or a path)")
+    hub = resolve_hub_id(name, options.revision, needed_file=options.gguf_file or "config.json", aliases=aliases)
+    return _Source(name, options.gguf_file, hub=hub)
 
 
 def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or name.endswith(".gguf") or name.count("/") > 1
 
 
-def _load_weights(path: str, options: LoadOptions, *, from_gguf: bool) -> nn.Module:
+def _files_of(source: _Source, path: str) -> str:
+    """Where a failed load's files can be checked: the folder, or a hub id's cached snapshot."""
+    if source.hub is None:
+        return path
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source.hub.repo_id, "config.json", revision=source.hub.revision)
+    return str(Path(found).parent) if isinstance(found, str) else path
+
+
+def _load_weights(path: str, options: LoadOptions, *, from_gguf: bool, local_only: bool = False) -> nn.Module:
     from transformers import AutoModel
 
     kwargs = dict(
@@ -136,22 +208,13 @@ def _load_weights(path: str, options: LoadOptions, *, from_gguf: bool) -> nn.Mod
         dtype=DTYPES[options.dtype],
         trust_remote_code=options.trust_remote_code,
         use_safetensors=None if options.allow_pickle else True,
+        local_files_only=local_only,
     )
     if options.device_map:
         kwargs["device_map"] = options.device_map
-    try:
-        model = AutoModel.from_pretrained(path, **kwargs)
-    except (OSError, ValueError) as error:
-        raise ModelNotFoundError(_explain_load_error(path, error, options)) from error
+    model = AutoModel.from_pretrained(path, **kwargs)
     if not options.device_map:
         model = model.to(resolve_device(options.device))
     model.eval()
     model.requires_grad_(False)
     return model
-
-
-def _explain_load_error(path: str, error: Exception, options: LoadOptions) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    if not options.allow_pickle and ("safetensors" in text.lower() or ".bin" in text):
-        return f"cannot load {path}: no safetensors weights found (pass --allow-pickle to trust pickle files)"
-    return f"cannot load model {path}: {text}"

@@ -1,7 +1,7 @@
 """Per-architecture facts and the one place that cuts a model after its first k blocks.
 
 For each supported family: where the block list lives, the final norm (if any), which config fields change
-when only the first k blocks are kept, whether the model is causal, and its default pooling. Everything
+when only the first k blocks are kept, whether the model is causal and has attention, and its default pooling. Everything
 that differs between architectures lives here; other modules ask this one. Paths are relative to the base
 `*Model` (no LM head), which is what layerpick loads and exports.
 """
@@ -34,6 +34,7 @@ class Family:
     capped_fields: tuple[str, ...] = ()
     causal: bool = True
     default_pooling: str = "mean"
+    attention: bool = True  # False: no attention (Mamba's selective state space blocks); read by core.cost
 
     @property
     def has_final_norm(self) -> bool:
@@ -53,7 +54,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("gpt-neox", ("gpt_neox",), "layers", "final_layer_norm"),
     Family("gpt2", ("gpt2",), "h", "ln_f"),
     Family("bert", ("bert", "roberta", "xlm-roberta"), "encoder.layer", None, causal=False),
-    Family("mamba", ("mamba",), "layers", "norm_f"),
+    Family("mamba", ("mamba",), "layers", "norm_f", attention=False),
 )
 
 

@@ -18,10 +18,12 @@ class ExportConfig:
 
     pooling: str | None = None
     representation: str = "exported"
-    normalize: bool = False
+    normalize: bool | None = None  # None: as the source's own sentence-transformers pipeline (raw otherwise)
     max_seq_length: int | None = None
     report: Path | None = None
     overwrite: bool = False
     parity_texts: Sequence[str] | None = None
     progress: bool = True
+    format: str = "sentence-transformers"  # or "onnx": the ONNX graph too
+    quantize: str | None = None  # "int8" (with format "onnx"): the dynamically quantized graph too
     prompt: str | Prompt | None = None

@@ -11,7 +11,6 @@ export that fails it leaves nothing behind. The file format and the atomic outpu
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Sequence
 
 import torch
 
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
@@ -32,7 +32,7 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.export import model_card, prompted, st_layout
+from layerpick.export import model_card, onnx_step, prompted, st_layout
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
 
@@ -91,6 +91,8 @@ class ExportResult:
     params_cut: int
     weights_bytes: int
     notes: tuple[str, ...] = ()
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
@@ -104,18 +106,26 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
                  load_options: LoadOptions = LoadOptions()) -> ExportResult:
     """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
     sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
-    parity texts. With a prompt template (the config's, or the report's) the saved tokenizer wraps every text
-    in it by itself."""
+    parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
+    source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
+    report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
+    (`config.quantize` "int8": and its int8 copy), checked in `onnx_step`."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt)
+    with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(config.parity_texts)
+    load_options.check()
+    if config.max_seq_length is not None and config.max_seq_length < 1:
+        raise ExportError(f"--max-seq-length must be at least 1 (got {config.max_seq_length})")
     st_layout.check_output(output, config.overwrite)
+    check_output_location(output, "--output")
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
-    pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.family.default_pooling, plan.prompt))
+    pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.default_pooling, plan.prompt))
+    unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
-    reference = _reference(loaded, plan, pooling_mode, config.normalize, seq_length, texts, config.progress)
+    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress)
     edges = None if plan.prompt.is_plain else prompted.measure_edges(
         loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
     prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
@@ -124,23 +134,26 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, config.normalize,
-                      seq_length)
-        diff, tolerance = check_parity(target, texts, reference, load_options.dtype)
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length)
+        device = str(loaded.device)  # the parity check runs the export where the reference was computed
+        diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
+        onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
             normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
+            format=config.format, quantize=config.quantize,
             prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value())
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
-            pooling=pooling_mode, normalize=config.normalize, max_seq_length=seq_length, params_full=params_full,
+            pooling=pooling_mode, normalize=unit, max_seq_length=seq_length, params_full=params_full,
             params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model),
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
-            versions=library_versions(), prompt=prompt_facts)
+            versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
+            onnx=onnx, prompt=prompt_facts)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -148,7 +161,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx)
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
@@ -228,11 +241,9 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
         if requested < 1 or (limit is not None and requested > limit):
             raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
         return requested
-    source = Path(loaded.path) / "sentence_bert_config.json" if loaded.path else None
-    if source is not None and source.is_file():
-        saved = json.loads(source.read_text(encoding="utf-8")).get("max_seq_length")
-        if isinstance(saved, int) and saved > 0:
-            return saved
+    if loaded.pipeline.max_seq_length is not None:
+        own = loaded.pipeline.max_seq_length
+        return own if limit is None else min(own, limit)
     candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
     return min(c for c in candidates if isinstance(c, int) and c > 0)
 
@@ -240,7 +251,8 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
                texts: Sequence[str], progress: bool) -> torch.Tensor:
     """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
-    states = collect(loaded, texts, _parity_config(plan, pooling, max_length, progress)).layer(plan.layer).float()
+    states = collect(loaded, loaded.pipeline.prepare(texts), _parity_config(plan, pooling, max_length, progress))
+    states = states.layer(plan.layer).float()
     return torch.nn.functional.normalize(states, dim=-1) if normalize else states
 
 
@@ -264,7 +276,8 @@ def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target:
         prompted.finish_layout(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
                                         max_seq_length=max_seq_length)
-    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length)
+    st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length,
+                             pipeline=loaded.pipeline)
     if not prompt.is_plain:
         prompted.finish_layout(target)
     problems = st_layout.layout_problems(target)
@@ -276,12 +289,12 @@ def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target:
 
 
 def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
-                 dtype: str = "float32") -> tuple[float, float]:
+                 dtype: str = "float32", *, device: str = "cpu") -> tuple[float, float]:
     """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
     return (max abs diff, tolerance) or raise ParityError."""
     from sentence_transformers import SentenceTransformer
 
-    encoder = SentenceTransformer(str(directory), device="cpu")
+    encoder = SentenceTransformer(str(directory), device=device)
     encoded = encoder.encode(list(texts), convert_to_tensor=True, batch_size=PARITY_BATCH_SIZE,
                              show_progress_bar=False)
     reference = reference.float().cpu()
@@ -295,6 +308,11 @@ def check_parity(directory: Path, texts: Sequence[str], reference: torch.Tensor,
         raise ParityError(f"parity failed: the export differs from layer K of the full model by up to {diff:.3g} "
                           f"(tolerance {tolerance:.3g}); nothing was written")
     return diff, tolerance
+
+
+def _carried(loaded: LoadedModel) -> dict[str, Any] | None:
+    """The source's sentence-transformers steps the export keeps (None for a plain transformers source)."""
+    return loaded.pipeline.describe() if loaded.pipeline.sentence_transformers else None
 
 
 def _write_documents(target: Path, facts: model_card.ExportFacts) -> None:

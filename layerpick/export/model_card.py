@@ -50,6 +50,10 @@ class ExportFacts:
     report_path: str | None = None
     speedup: Any = None
     versions: dict[str, str] = field(default_factory=dict)
+    device: str | None = None  # where the reference (layer K of the full model) was computed
+    pipeline: dict[str, Any] | None = None  # the source's sentence-transformers steps carried over
+    dtype: str = "float32"
+    onnx: dict[str, Any] | None = None  # onnx_step's section: graph file, size, parity, int8
     prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
 
 
@@ -66,21 +70,24 @@ def package_of(model: str) -> dict[str, str] | None:
 
 
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
-                      pooling: str | None, normalize: bool, max_seq_length: int | None,
-                      load_options, prompt: str | None = None) -> str:
+                      pooling: str | None, normalize: bool | None, max_seq_length: int | None,
+                      load_options, format: str = "sentence-transformers", quantize: str | None = None,
+                      prompt: str | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
     words += ["--output", output]
     if pooling and not report_path:
         words += ["--pooling", pooling]
-    if normalize:
-        words.append("--normalize")
+    if normalize is not None:  # None: as the source's own pipeline
+        words.append("--normalize" if normalize else "--no-normalize")
     if max_seq_length is not None:
         words += ["--max-seq-length", str(max_seq_length)]
     if prompt:
         words += ["--prompt", prompt]
     words += load_options.cli_flags()
+    words += ["--format", format] if format != "sentence-transformers" else []
+    words += ["--quantize", quantize] if quantize else []
     return shlex.join(words)
 
 
@@ -97,6 +104,9 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "pooling": facts.pooling,
         "normalize": facts.normalize,
         "max_seq_length": facts.max_seq_length,
+        "source_pipeline": facts.pipeline,
+        "device": facts.device,
+        "dtype": facts.dtype,
         "prompt": facts.prompt,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
@@ -108,6 +118,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
             "tolerance": facts.parity_tolerance,
             "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
         },
+        "onnx": facts.onnx,
         "speedup": facts.speedup,
         "versions": facts.versions,
         "command": facts.command,
@@ -273,7 +284,8 @@ def _details(facts: ExportFacts) -> str:
         ("normalize", str(facts.normalize).lower()),
         ("max_seq_length", str(facts.max_seq_length)),
         ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
-        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors)"),
+        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})"),
+        *_onnx_rows(facts.onnx),
         ("parity", f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
                    f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"),
     ]
@@ -285,12 +297,34 @@ def _details(facts: ExportFacts) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not onnx:
+        return []
+    parity = onnx["parity"]
+    rows = [("onnx", f"`{onnx['file']}`, {onnx['bytes'] / 1e6:.1f} MB; token states and embeddings within "
+                     f"{max(parity['token_states_max_rel_diff'], parity['embeddings_max_rel_diff']):.1e} of the "
+                     f"torch export (relative to the largest value)")]
+    if onnx.get("int8"):
+        int8 = onnx["int8"]
+        kept = int8.get("kept_float32") or {}
+        rows.append(("onnx int8", f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB ({kept.get('matmuls', 0)} of "
+                                  f"{kept.get('of', '?')} MatMuls kept float32); cosine to the float export at "
+                                  f"least {int8['min_cosine']:.4f} on the parity texts"))
+    return rows
+
+
 def _usage(facts: ExportFacts) -> str:
-    return (
+    text = (
         "## Usage\n\n```python\nfrom sentence_transformers import SentenceTransformer\n\n"
         'model = SentenceTransformer("path/to/this/directory")\n'
         'embeddings = model.encode(["a sentence", "another one"])\n```\n'
     )
+    if facts.onnx:
+        text += (f"\nThe ONNX graph `{facts.onnx['file']}` (float32; inputs {', '.join(facts.onnx['inputs'])}; "
+                 f"output {facts.onnx['output']}) is what text-embeddings-inference's ONNX Runtime backend and "
+                 "infinity's optimum engine load; sentence-transformers loads it with `backend=\"onnx\"` where "
+                 "optimum-onnx is installed, and `layerpick serve DIR --backend onnx` runs it with onnxruntime.\n")
+    return text
 
 
 def _reproduce(facts: ExportFacts) -> str:
@@ -336,7 +370,9 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
         parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
         package=source.get("package"), report=report, report_path=selection.get("report"),
-        speedup=document.get("speedup"), versions=document.get("versions") or {}, prompt=document.get("prompt"),
+        speedup=document.get("speedup"), versions=document.get("versions") or {},
+        device=document.get("device"), pipeline=document.get("source_pipeline"),
+        dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
     )
 
 

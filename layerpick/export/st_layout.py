@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from torch import nn
 
+from layerpick._util import atomic
 from layerpick._util.filenames import METADATA_FILE
+from layerpick.core.st_source import Pipeline
 from layerpick.errors import LayerpickError
 
 logger = logging.getLogger(__name__)
@@ -111,14 +111,17 @@ def _module_classes():
     return Transformer, Pooling, Normalize
 
 
-def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int) -> None:
-    """Rewrite the saved files of `directory` into the legacy-compatible form."""
+def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int,
+                   pipeline: Pipeline = Pipeline()) -> None:
+    """Rewrite the saved files of `directory` into the legacy-compatible form; the source's lower-casing and
+    prompts (its sentence-transformers `pipeline`) carry over."""
     _rewrite_modules(directory)
     _write_pooling_config(directory, pooling)
-    _write_json(directory / "sentence_bert_config.json", {"max_seq_length": max_seq_length, "do_lower_case": False})
+    _write_json(directory / "sentence_bert_config.json",
+                {"max_seq_length": max_seq_length, "do_lower_case": pipeline.do_lower_case})
     _rewrite_model_config(directory, type(model).__name__)
     _rewrite_tokenizer_config(directory, max_seq_length, list(tokenizer.model_input_names))
-    _rewrite_st_config(directory)
+    _rewrite_st_config(directory, pipeline)
     _remove_unwanted_files(directory)
 
 
@@ -194,11 +197,11 @@ def _rewrite_tokenizer_config(directory: Path, max_seq_length: int, model_input_
     _write_json(path, config)
 
 
-def _rewrite_st_config(directory: Path) -> None:
+def _rewrite_st_config(directory: Path, pipeline: Pipeline) -> None:
     path = directory / "config_sentence_transformers.json"
     config = _read_json(path) if path.is_file() else {}
-    config.setdefault("prompts", {})
-    config.setdefault("default_prompt_name", None)
+    config["prompts"] = {**(config.get("prompts") or {}), **pipeline.prompts}
+    config["default_prompt_name"] = pipeline.default_prompt_name
     config["similarity_fn_name"] = "cosine"
     _write_json(path, config)
 
@@ -277,36 +280,8 @@ def check_output(output: Path, overwrite: bool) -> None:
 def atomic_directory(target: Path, overwrite: bool) -> Iterator[Path]:
     """Yield a work directory beside `target`; its `export` subdirectory becomes `target` on success.
     On any failure (or interrupt) the work directory, and any parent this created, are removed."""
-    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
-    done = False
-    try:
+    with atomic.staging_directory(target) as work:
         yield work
-        _move_into_place(work, target, overwrite)
-        done = True
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        if not done:
-            for parent in created:  # innermost first
-                _remove_if_empty(parent)
-
-
-def _move_into_place(work: Path, target: Path, overwrite: bool) -> None:
-    check_output(target, overwrite)
-    previous = work / "previous"
-    if target.exists():
-        target.rename(previous)
-    try:
-        (work / "export").rename(target)
-    except OSError:
-        if previous.exists():
-            previous.rename(target)
-        raise
-
-
-def _remove_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass
+        atomic.publish(work / "export")
+        check_output(target, overwrite)
+        atomic.swap_into_place(work / "export", target, work / "previous")

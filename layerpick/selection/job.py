@@ -10,55 +10,93 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, effective_max_length
+from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.core.prompts import DEFAULT_PROMPT, parse_prompts
-from layerpick.metrics import get_metric, list_metrics, parse_metrics
+from layerpick.errors import LayerpickError
+from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
+from layerpick.selection.frontier import frontier
 from layerpick.selection.prompt_choice import choose_pair
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
-from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
-from layerpick.selection.scoring import ScoringConfig, score_layers
+from layerpick.selection.rules import (
+    DEFAULT_RULE,
+    check_min_speedup,
+    choose_layer,
+    parse_rule,
+    within_budget,
+)
+from layerpick.selection.scoring import ScoringConfig, check_inputs, score_layers
 
 # Every registered metric, in registry order (the default of --metrics).
 ALL_METRICS = ",".join(m.name for m in list_metrics())
+
+
+# A seeded sample of 256 calibration texts: the size at which the default rule was measured
+# (benchmarks/results/rule_evidence.md); scoring time grows with it (each text is embedded 1 + views times).
+DEFAULT_LIMIT = 256
 
 
 @dataclass(frozen=True)
 class SelectConfig:
     calibration: str | None = None
     field: str | None = None
-    limit: int | None = None
+    limit: int | None = DEFAULT_LIMIT
     metrics: str = ALL_METRICS
     rule: str = DEFAULT_RULE
     tolerance: float = 0.0
     include_layer0: bool = False
+    min_speedup: float | None = None  # only layers with at least this ideal speed-up are candidates
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
     prompt: str | None = None  # --prompt: a template, or names such as "none,eol" (None: DEFAULT_PROMPT)
+
+    def check(self) -> list[MetricSpec]:
+        """Every option checked before a model is loaded; returns the metrics to compute (the requested ones
+        plus those the rule needs)."""
+        rule = parse_rule(self.rule)
+        requested = parse_metrics(self.metrics)
+        names = {m.name for m in requested}
+        if not (isinstance(self.tolerance, (int, float)) and 0.0 <= self.tolerance < 1.0):
+            raise LayerpickError(f"--tolerance must be in [0, 1) (got {self.tolerance})")
+        if self.limit is not None and self.limit < 1:
+            raise LayerpickError(f"--limit must be at least 1 (got {self.limit})")
+        self.collect.check()
+        self.scoring.check()
+        return requested + [get_metric(name) for name in rule.metrics if name not in names]
 
 
 def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
     """Score every layer of `model` on the calibration set and choose one; with several prompt templates, every
     (template, layer) pair, from one pass per template, and choose a pair."""
     started = time.perf_counter()
+    metrics = config.check()
+    load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
+    if len(prompts) > 1 and config.min_speedup is not None:
+        raise LayerpickError("--min-speedup with several prompt templates is not supported yet: give one template")
     rule = parse_rule(config.rule)
-    requested = parse_metrics(config.metrics)
-    names = {m.name for m in requested}
-    metrics = requested + [get_metric(name) for name in rule.metrics if name not in names]
+    check_min_speedup(config.min_speedup)
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
+    check_inputs(texts.texts, metrics, config.scoring)
     load_start = time.perf_counter()
     loaded = load_model(model, load_options)
     load_s = time.perf_counter() - load_start
+    costs = layer_costs(loaded.model)
+    if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
+        within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
+                      config.min_speedup)
     results = {p.label: score_layers(loaded, texts.texts, metrics, dataclasses.replace(config.collect, prompt=p),
                                      config.scoring) for p in prompts}
     if len(prompts) == 1:
         label = prompts[0].label
         choice = choose_layer(results[label].scores, rule, tolerance=config.tolerance,
-                              include_layer0=config.include_layer0)
+                              include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
+                              min_speedup=config.min_speedup)
         layer, best_layer, described, by_prompt = choice.layer, choice.best_layer, choice.describe(), None
     else:
         pair = choose_pair({label: r.scores for label, r in results.items()}, rule, tolerance=config.tolerance,
@@ -70,18 +108,23 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
                                "rule_objective": list(pair.objective[p.label])} for p in prompts}
     result = results[label]
     chosen = next(p for p in prompts if p.label == label)
+    unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
     timings = {"load_s": load_s, **_summed(r.timings for r in results.values()),
                "total_s": time.perf_counter() - started}
     return SelectReport(
         model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
         family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
         rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
+        min_speedup=config.min_speedup, cost=costs.to_json(),
+        objective=[finite_or_none(v) for v in unbounded.objective],
+        frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
         selected_layer=layer, rule_best_layer=best_layer, choice=described,
         scores=_finite_scores(result.scores), prompt=chosen.to_json(), by_prompt=by_prompt,
         directions={m.name: get_metric(m.name).direction for m in metrics},
         skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
         views=config.scoring.views, alpha=config.scoring.alpha,
         max_length=effective_max_length(loaded, config.collect.max_length), dtype=load_options.dtype,
+        device=str(loaded.device),
         notes=loaded.notes, versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
@@ -103,6 +146,10 @@ def default_output(model: str) -> Path:
     return Path("layerpick-out") / Path(model.rstrip("/")).name
 
 
-def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None) -> tuple[SelectReport, list[Path]]:
+def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig,
+                     output: Path | None) -> tuple[SelectReport, list[Path]]:
+    """Check the output location first, then select, then write the report there."""
+    output = Path(output) if output is not None else default_output(model)
+    check_output_location(output, "--output")
     report = run_select(model, load_options, config)
-    return report, write_report(report, output or default_output(model))
+    return report, write_report(report, output)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from layerpick._util.atomic import commit_files, staging_directory
 from layerpick._util.filenames import REPORT_FILE
-from layerpick._util.formatting import number
+from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.selection.result import SelectReport
 
 ARROWS = {"min": "↓", "max": "↑"}
@@ -33,24 +31,51 @@ def to_markdown(report: SelectReport) -> str:
         f"sha256 {calibration['sha256'][:12]})",
         f"- rule: `{report.rule}` -> **layer {report.selected_layer}** ({report.choice})",
     ]
+    lines += cost_lines(report)
     lines += [prompt_line(report)] if report.prompt else []
     lines += [f"- note: {note}" for note in report.notes]
-    lines += ["", "| layer | " + " | ".join(f"{n} {ARROWS[report.directions[n]]}" for n in names) + " |"]
-    lines.append("|---" * (len(names) + 1) + "|")
+    costs = report.costs
+    header = [f"{n} {ARROWS[report.directions[n]]}" for n in names] + (list(COST_HEADER) if costs else [])
+    lines += ["", "| layer | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
     for k in range(report.num_layers + 1):
-        mark = " ◀" if k == report.selected_layer else ""
-        cells = [format_score(report.scores[n][k]) for n in names]
-        lines.append(f"| {k}{mark} | " + " | ".join(cells) + " |")
-    lines += ["", "Arrows give each metric's documented direction (the paper's reading); the rule sets its own."]
+        cells = [format_score(report.scores[n][k]) for n in names] + list(layer_cost_cells(report, k))
+        lines.append(f"| {layer_label(report, k)} | " + " | ".join(cells) + " |")
+    lines += ["", "Arrows give each metric's documented direction (the paper's reading); the rule sets its own. "
+              "◀ the chosen layer; ◆ on the unsupervised frontier."]
     side = side_by_side(report)
     if side:
         header, rows = side
         lines += ["", "## Prompt templates side by side", "",
-                  f"The rule's metrics for every (template, layer) pair, each template from its own pass; the rule "
-                  f"compares all pairs and chose ◀. The table above is the chosen template's.", "",
+                  "The rule's metrics for every (template, layer) pair, each template from its own pass; the rule "
+                  "compares all pairs and chose ◀. The table above is the chosen template's.", "",
                   "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def cost_lines(report: SelectReport) -> list[str]:
+    """The budget, the cost model and the unsupervised frontier, as markdown list items."""
+    lines = []
+    if report.min_speedup is not None:
+        lines.append(f"- budget: ideal speed-up of at least {report.min_speedup:g}x (`--min-speedup`)")
+    if report.cost:
+        lines.append(f"- cost: {report.cost['model']}")
+    if report.frontier:
+        lines.append(f"- unsupervised frontier (no other layer has both a better rule objective and a higher ideal "
+                     f"speed-up): layers {', '.join(str(k) for k in report.frontier)}")
+    return lines
+
+
+def layer_cost_cells(report: SelectReport, k: int) -> tuple[str, ...]:
+    costs = report.costs
+    if costs is None:
+        return ()
+    return cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k])
+
+
+def layer_label(report: SelectReport, k: int) -> str:
+    marks = (" ◀" if k == report.selected_layer else "") + (" ◆" if k in (report.frontier or ()) else "")
+    return f"{k}{marks}"
 
 
 def prompt_line(report: SelectReport) -> str:
@@ -86,16 +111,22 @@ def format_score(value) -> str:
 
 
 def plot_metrics(report: SelectReport, path: Path) -> None:
-    """Each metric against relative depth k/L, one panel per metric, the chosen layer marked."""
-    import matplotlib
+    """Each metric against relative depth k/L, one panel per metric, the chosen layer marked, the ideal
+    speed-up on a top axis; a last panel with the rule's objective against the ideal speed-up (the
+    unsupervised frontier)."""
+    from layerpick.selection.frontier_plot import (
+        add_speedup_axis,
+        draw_frontier,
+        pyplot,
+    )
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(report.scores)
-    cols = min(3, len(names))
-    rows = math.ceil(len(names) / cols)
-    figure, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    costs = report.costs
+    panels = len(names) + (1 if costs and report.objective else 0)
+    cols = min(3, panels)
+    rows = math.ceil(panels / cols)
+    figure, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.5 * rows), squeeze=False)
     num = report.num_layers
     for axis, name in zip(axes.flat, names):
         values = report.scores[name]
@@ -104,7 +135,15 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
         axis.axvline(report.selected_layer / num, color="tab:red", linestyle="--", linewidth=1)
         axis.set_title(f"{name} ({report.directions[name]} is better per paper)", fontsize=9)
         axis.set_xlabel("relative depth k/L")
-    for axis in list(axes.flat)[len(names):]:
+        if costs:
+            add_speedup_axis(axis, costs.ideal_speedup, num)
+    if panels > len(names):
+        axis = axes.flat[len(names)]
+        layers = [k for k, v in enumerate(report.objective) if v is not None]
+        draw_frontier(axis, report.objective, costs.ideal_speedup, layers, report.frontier or [],
+                      {"unsupervised pick": report.selected_layer, "last": num}, "rule objective (1 = best)")
+        axis.set_title(f"{report.rule}: objective against ideal speed-up", fontsize=9)
+    for axis in list(axes.flat)[panels:]:
         axis.set_visible(False)
     figure.suptitle(f"{report.model}: chosen layer {report.selected_layer} of {num} ({report.rule})")
     figure.tight_layout()
@@ -115,15 +154,9 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
 def write_report(report: SelectReport, output: Path) -> list[Path]:
     """Write report.json, report.md and metrics.png into `output` (created if needed), atomically."""
     output.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".layerpick-", dir=output))
-    try:
-        (staging / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n")
-        (staging / "report.md").write_text(to_markdown(report))
+    with staging_directory(output / "report") as staging:
+        (staging / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+        (staging / "report.md").write_text(to_markdown(report), encoding="utf-8")
         plot_metrics(report, staging / "metrics.png")
-        written = []
-        for name in (REPORT_FILE, "report.md", "metrics.png"):
-            os.replace(staging / name, output / name)
-            written.append(output / name)
-        return written
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        commit_files(staging, output, ("metrics.png", "report.md", REPORT_FILE))  # the JSON, read first, last
+    return [output / name for name in (REPORT_FILE, "report.md", "metrics.png")]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.filenames import REPORT_FILE
+from layerpick.core.cost import LayerCosts
 from layerpick.errors import ReportFormatError
 
 # The keys every reader needs, in the order a "missing ..." message names them.
@@ -47,9 +48,14 @@ class SelectReport:
     alpha: float | None = None
     max_length: int | None = None
     dtype: str | None = None
+    device: str | None = None
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    min_speedup: float | None = None
+    cost: dict[str, Any] | None = None  # LayerCosts.to_json(): params kept and ideal speed-up per layer
+    objective: list[float | None] | None = None  # the rule's goodness per layer over all candidates, 0..1
+    frontier: list[int] | None = None  # layers no other beats on both the objective and the ideal speed-up
     prompt: dict[str, Any] | None = None  # the template selected with: {"name", "template"}; None before prompts
     by_prompt: dict[str, dict[str, Any]] | None = None  # several templates: label -> pooling, scores, objective
     extra: dict[str, Any] = field(default_factory=dict)
@@ -58,9 +64,10 @@ class SelectReport:
         """The report.json object: the same keys and order as every earlier report."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "prompt",
-                 "rule", "tolerance", "include_layer0", "selected_layer", "rule_best_layer", "choice", "scores",
-                 "by_prompt", "directions", "skipped_texts", "calibration", "seed", "views", "alpha", "max_length",
-                 "dtype", "notes", "versions", "timings")
+                 "rule", "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice",
+                 "scores", "by_prompt", "directions", "cost", "objective", "frontier", "skipped_texts",
+                 "calibration", "seed", "views", "alpha", "max_length", "dtype", "device", "notes", "versions",
+                 "timings")
         optional = ("prompt", "by_prompt")  # absent rather than null, as in reports made before prompts
         return {**{key: data[key] for key in order if key not in optional or data[key] is not None}, **self.extra}
 
@@ -83,6 +90,11 @@ class SelectReport:
             if values is not None and (not isinstance(values, list) or len(values) != self.num_layers + 1):
                 found = f"{len(values)} values" if isinstance(values, list) else type(values).__name__
                 raise ReportFormatError(f"{where}: scores[{metric!r}] has {found}, expected {self.num_layers + 1}")
+
+    @property
+    def costs(self) -> LayerCosts | None:
+        """The per-layer cost, when the report has one (reports before the cost model do not)."""
+        return LayerCosts.from_json(self.cost) if self.cost else None
 
     def __getitem__(self, key: str) -> Any:
         """Read access by report.json key, so code written against the earlier dict form keeps working."""

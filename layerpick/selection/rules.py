@@ -3,13 +3,16 @@
 Rules: `min-<metric>` / `max-<metric>` (explicit direction), `rank:<rule>,<rule>,...` (mean rank of several
 signed metrics), and a cost-aware tolerance that takes the smallest layer whose objective is within a
 fraction of the best, the objective being rescaled so the worst candidate layer is 0 and the best is 1
-(quality traded for speed). Layer 0 (the embeddings) is a candidate only when asked.
+(quality traded for speed). Layer 0 (the embeddings) is a candidate only when asked. A speed budget
+(`min_speedup`, from the ideal speed-ups of `layerpick.core.cost`) removes the layers that miss it before
+anything else: the objective is rescaled over the layers that meet it, and the tolerance applies among them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from layerpick.errors import LayerpickError
 from layerpick.metrics import get_metric
@@ -58,9 +61,13 @@ class LayerChoice:
     tolerance: float
     candidates: tuple[int, ...]
     objective: tuple[float | None, ...]  # per layer, 1 = best candidate under the rule, 0 = worst
+    min_speedup: float | None = None
 
     def describe(self) -> str:
         text = f"layer {self.layer} by rule {self.rule}"
+        if self.min_speedup is not None:
+            text += (f" among the layers with an ideal speed-up of at least {self.min_speedup:g}x "
+                     f"(layers {_span(self.candidates)})")
         if self.layer != self.best_layer:
             text += f" (smallest layer within {self.tolerance:g} of the rule's best, layer {self.best_layer})"
         return text
@@ -77,19 +84,50 @@ def parse_rule(text: str) -> Rule:
 
 
 def choose_layer(
-    scores: dict[str, list[float | None]], rule: Rule, *, tolerance: float = 0.0, include_layer0: bool = False
+    scores: dict[str, list[float | None]], rule: Rule, *, tolerance: float = 0.0, include_layer0: bool = False,
+    speedup: Sequence[float] | None = None, min_speedup: float | None = None,
 ) -> LayerChoice:
-    """Apply `rule` to `scores` (metric -> L+1 values) and return the chosen layer."""
+    """Apply `rule` to `scores` (metric -> L+1 values) and return the chosen layer; with `min_speedup`, only
+    layers whose ideal `speedup` (L+1 values) meets it are candidates."""
     if not 0.0 <= tolerance < 1.0:
         raise LayerpickError(f"--tolerance must be in [0, 1) (got {tolerance})")
+    check_min_speedup(min_speedup)
     num = _num_layers(scores, rule)
     candidates = [k for k in range(0 if include_layer0 else 1, num + 1) if _defined(scores, rule, k)]
     if not candidates:
         raise LayerpickError(f"rule {rule} has no layer where all its metrics are defined")
+    if min_speedup is not None:
+        candidates = within_budget(candidates, speedup, min_speedup)
     objective = _objective(scores, rule, candidates, num)
     best = max(candidates, key=lambda k: (objective[k], -k))
     chosen = min(k for k in candidates if objective[k] >= objective[best] - tolerance - 1e-12)
-    return LayerChoice(chosen, str(rule), best, tolerance, tuple(candidates), tuple(objective))
+    return LayerChoice(chosen, str(rule), best, tolerance, tuple(candidates), tuple(objective), min_speedup)
+
+
+def check_min_speedup(min_speedup: float | None) -> None:
+    """A budget is a finite speed-up of at least 1 (the last layer's own)."""
+    if min_speedup is not None and not (math.isfinite(min_speedup) and min_speedup >= 1.0):
+        raise LayerpickError(f"--min-speedup must be at least 1 (the last layer's own speed-up; got {min_speedup:g})")
+
+
+def within_budget(candidates: Sequence[int], speedup: Sequence[float] | None, min_speedup: float) -> list[int]:
+    """The candidates whose ideal speed-up meets the budget; a one-line error when none does."""
+    if speedup is None:
+        raise LayerpickError("--min-speedup needs the layers' ideal speed-ups")
+    # compared as reports show them, to two decimals: layer 10 of 30 has an ideal speed-up of 2.9999x (the
+    # embeddings cost a little), shown as 3.00x, and meets a budget of 3
+    kept = [k for k in candidates if round(speedup[k], 2) >= min_speedup]
+    if not kept:
+        fastest = max(candidates, key=lambda k: speedup[k])
+        raise LayerpickError(f"no layer meets --min-speedup {min_speedup:g}: the fastest candidate, layer "
+                             f"{fastest}, has an ideal speed-up of {speedup[fastest]:.2f}x")
+    return kept
+
+
+def _span(layers: Sequence[int]) -> str:
+    if list(layers) == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}-{layers[-1]}" if len(layers) > 1 else str(layers[0])
+    return ", ".join(str(k) for k in layers)
 
 
 def rule_objective(scores: dict[str, list[float | None]], rule: Rule, candidates: list[int]) -> list[float | None]:

@@ -7,6 +7,7 @@ dataset-level ones), and one pass over V augmented views of every text when a vi
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -17,12 +18,15 @@ from layerpick._util.progress import progress_bar
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadedModel
 from layerpick.core.prompts import as_prompt, default_pooling
-from layerpick.errors import CalibrationError
+from layerpick.errors import CalibrationError, LayerpickError
 from layerpick.metrics import MetricSpec
 from layerpick.selection.views import make_views
 
 MIN_TEXTS = 8
-DEFAULT_VIEWS = 4
+# Two views: what dime and infonce (the default rule's metric) use. LiDAR reads every view; with 2 its per-layer
+# curve has Spearman 0.94 against 16 views on minilm-l6, 1.00 with 4 (benchmarks/results/lidar_views_minilm.md),
+# and each extra view is one more forward pass over the calibration set: `--views 4` when LiDAR matters.
+DEFAULT_VIEWS = 2
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,16 @@ class ScoringConfig:
     dime_permutations: int = 10
     infonce_temperature: float = 0.1
     lidar_delta: float = 1e-4
+
+    def check(self) -> "ScoringConfig":
+        """One-line errors for settings no metric can use, before any model is loaded."""
+        if not (math.isfinite(self.alpha) and self.alpha > 0):
+            raise LayerpickError(f"--alpha must be a positive number (got {self.alpha})")
+        if self.views < 1:
+            raise LayerpickError(f"--views must be at least 1 (got {self.views})")
+        if self.dime_permutations < 1 or not self.infonce_temperature > 0 or not self.lidar_delta > 0:
+            raise LayerpickError("dime_permutations, infonce_temperature and lidar_delta must be positive")
+        return self
 
 
 @dataclass
@@ -65,11 +79,11 @@ def score_layers(
     config: ScoringConfig = ScoringConfig(),
 ) -> LayerScores:
     """All `metrics` for every layer of `loaded` over `texts`: each metric's registry entry says what it reads."""
-    _check_inputs(texts, metrics, config)
+    check_inputs(texts, metrics, config)
     clock = {"forward_s": 0.0, "metrics_s": 0.0}
     scores: dict[str, list[float | None]] = {}
     skipped: dict[str, int] = {}
-    pooling = collect_config.pooling or default_pooling(loaded.family.default_pooling, as_prompt(collect_config.prompt))
+    pooling = collect_config.pooling or default_pooling(loaded.default_pooling, as_prompt(collect_config.prompt))
     by_input = {kind: [m for m in metrics if m.input == kind] for kind in ("tokens", "pooled", "views")}
     if by_input["tokens"] or by_input["pooled"]:
         pooling = _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped)
@@ -121,7 +135,8 @@ def _per_layer(label: str, per_layer: torch.Tensor, function, clock, progress: b
     return values
 
 
-def _check_inputs(texts: Sequence[str], metrics: Sequence[MetricSpec], config: ScoringConfig) -> None:
+def check_inputs(texts: Sequence[str], metrics: Sequence[MetricSpec], config: ScoringConfig) -> None:
+    """What the metrics need of the texts and views, checked before (and again after) the model loads."""
     dataset_level = [m.name for m in metrics if m.input in ("pooled", "views")]
     if dataset_level and len(texts) < MIN_TEXTS:
         raise CalibrationError(

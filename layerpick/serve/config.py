@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
+from layerpick.export.load import backend_problem
 
 
 class ServeError(LayerpickError):
@@ -26,11 +27,12 @@ class ServeConfig:
     max_chars: int = 8192
     batch_size: int = 32
     max_wait_ms: float = 5.0
-    device: str = "cpu"
+    device: str = "auto"
     model_name: str | None = None
     drain_timeout_s: float = 30.0
     idle_timeout_s: float = 10.0
     threads: int | None = None
+    backend: str = "torch"  # torch, onnx or onnx-int8 (the export's ONNX graphs, through onnxruntime)
 
     def validate(self) -> "ServeConfig":
         if not 0 <= self.port <= 65535:
@@ -40,9 +42,12 @@ class ServeConfig:
                 raise ServeError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_wait_ms < 0:
             raise ServeError(f"--max-wait-ms must not be negative (got {self.max_wait_ms})")
-        problem = check_threads(self.threads)
+        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
         if problem:
             raise ServeError(problem)
+        from layerpick.core.models import resolve_device
+
+        resolve_device(self.device)  # an unknown or missing device, before the model loads
         return self
 
     @property

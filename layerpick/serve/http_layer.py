@@ -6,8 +6,11 @@ threading server that counts connections in flight so that shutdown can wait for
 Standard library only (`http.server.ThreadingHTTPServer`), because the HTTP layer is not what limits it.
 
 One request per connection (HTTP/1.0 semantics): every accepted connection is exactly one request in
-flight, which makes draining on shutdown exact. The app (`layerpick.serve.server.EmbeddingServer`) supplies
-`config`, `health_response()` and `embeddings_response(body)`; each returns (status, JSON payload).
+flight, which makes draining on shutdown exact. The listen backlog is long (`request_queue_size`), so a burst
+of connections waits its turn instead of being reset, and `accept_pending` lets a drain answer the
+connections the kernel has already accepted on the server's behalf before the socket is closed. The app
+(`layerpick.serve.server.EmbeddingServer`) supplies `config`, `health_response()` and
+`embeddings_response(body)`; each returns (status, JSON payload).
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ class EmbeddingHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 1024  # the listen backlog (the kernel caps it at net.core.somaxconn); the default is 5
 
     def __init__(self, address: tuple[str, int], app: "EmbeddingServer"):
         self.app = app
@@ -133,3 +137,23 @@ class EmbeddingHTTPServer(ThreadingHTTPServer):
     def wait_idle(self, timeout: float) -> bool:
         with self.idle:
             return self.idle.wait_for(lambda: self.in_flight == 0, timeout=timeout)
+
+    def accept_pending(self) -> int:
+        """Accept and start answering every connection waiting in the listen backlog; returns how many.
+        For draining after `serve_forever` stopped: those clients were already connected."""
+        accepted = 0
+        self.socket.setblocking(False)
+        try:
+            while True:
+                try:
+                    request, address = self.socket.accept()
+                except OSError:  # BlockingIOError: the backlog is empty
+                    return accepted
+                request.setblocking(True)
+                if self.verify_request(request, address):
+                    self.process_request(request, address)
+                else:
+                    self.shutdown_request(request)
+                accepted += 1
+        finally:
+            self.socket.setblocking(True)

@@ -13,8 +13,9 @@ directly in one call (1.2 s), because the worker merged them into batches.
 
 - Request threads validate, enqueue their texts and wait on a future; the worker thread drains the queue
   into batches of whole requests and runs one `SentenceTransformer.encode` per batch.
-- Shutdown stops accepting connections, waits (up to `drain_timeout_s`) for the requests in flight to be
-  answered, finishes the worker's queue, then closes the socket.
+- Shutdown (SIGTERM, SIGINT) drains: `/health` answers 503 from the first moment so a load balancer stops
+  sending; the requests in flight and the connections already waiting in the listen backlog are all
+  answered (up to `drain_timeout_s`), then the worker's queue is finished and the socket closed.
 - `threads` sets torch's intra-op thread count for the whole process before the model is loaded (a server
   owns its process); the worker thread uses that count.
 """
@@ -23,7 +24,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -32,7 +35,7 @@ from layerpick._util.torch_threads import current_threads, set_threads
 from layerpick.export.load import (
     embedding_dimension,
     is_normalized,
-    load_sentence_transformer,
+    load_encoder,
     read_metadata,
 )
 from layerpick.serve.batcher import Batcher, BatcherClosed, make_batch_fn
@@ -43,6 +46,8 @@ from layerpick.serve.protocol import ApiError, embeddings_payload, parse_request
 __all__ = ["EmbeddingServer", "ServeConfig", "ServeError", "serve"]
 
 logger = logging.getLogger(__name__)
+
+DRAIN_POLL_S = 0.05
 
 
 def default_model_name(directory: Path, metadata: dict | None) -> str:
@@ -62,10 +67,11 @@ class EmbeddingServer:
 
     def __init__(self, directory: str | Path, config: ServeConfig = ServeConfig(), *, model=None):
         self.config = config.validate()
+        self._check_address()
         set_threads(config.threads)
         self.threads = current_threads()
         self.directory = Path(directory).expanduser()
-        self.model = model if model is not None else load_sentence_transformer(self.directory, config.device)
+        self.model = model if model is not None else load_encoder(self.directory, config.device, config.backend)
         self.metadata = read_metadata(self.directory)
         self.model_name = config.model_name or default_model_name(self.directory, self.metadata)
         self.dimension = embedding_dimension(self.model)
@@ -83,6 +89,20 @@ class EmbeddingServer:
         self._closing = False
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def _check_address(self) -> None:
+        """Fail on a busy or unusable address before the model loads (the real bind comes after loading)."""
+        if self.config.port == 0:
+            return
+        probe = socket.socket(EmbeddingHTTPServer.address_family, socket.SOCK_STREAM)
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+            probe.bind((self.config.host, self.config.port))
+        except OSError as error:
+            address = f"{self.config.host}:{self.config.port}"
+            raise ServeError(f"cannot listen on {address}: {error.strerror or error}") from None
+        finally:
+            probe.close()
 
     def _bind(self) -> EmbeddingHTTPServer:
         try:
@@ -117,6 +137,7 @@ class EmbeddingServer:
             "normalized": self.normalized,
             "max_seq_length": self.model.max_seq_length,
             "device": str(self.model.device),
+            "backend": self.config.backend,
             "threads": self.threads,
             "limits": {"max_inputs": self.config.max_inputs, "max_chars": self.config.max_chars},
             "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms,
@@ -175,13 +196,25 @@ class EmbeddingServer:
             if self._stopped.is_set() or self._closing:
                 return
             self._closing = True
-        if not self._httpd.wait_idle(self.config.drain_timeout_s):
-            logger.warning("gave up waiting for %d requests after %.0f s", self._httpd.in_flight,
-                           self.config.drain_timeout_s)
+        self._drain()
         self._batcher.close()
         self._httpd.server_close()
         self._stopped.set()
         logger.info("server stopped")
+
+    def _drain(self) -> None:
+        """Answer the requests in flight and every connection still waiting in the backlog, until none is left
+        (or `drain_timeout_s` passes); connections that arrive meanwhile are answered too (/health: 503)."""
+        deadline = time.monotonic() + self.config.drain_timeout_s
+        while True:
+            accepted = self._httpd.accept_pending()
+            idle = self._httpd.wait_idle(min(DRAIN_POLL_S, max(deadline - time.monotonic(), 0.0)))
+            if idle and accepted == 0 and self._httpd.accept_pending() == 0:
+                return
+            if time.monotonic() >= deadline:
+                logger.warning("gave up waiting for %d requests after %.0f s", self._httpd.in_flight,
+                               self.config.drain_timeout_s)
+                return
 
     def __enter__(self) -> "EmbeddingServer":
         return self

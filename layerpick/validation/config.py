@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from layerpick.selection.frontier import ChoiceOptions
+
 
 @dataclass(frozen=True)
 class ValidateConfig:
@@ -13,8 +15,10 @@ class ValidateConfig:
     Normalize module, as all-MiniLM-L6-v2 does), else raw pooled vectors; an export is always its own output.
     `max_length` None: the model's sentence-transformers setting, else min(512, the model's limit), as export.
     `result_cache`: where mteb's ResultCache keeps the per-layer result files (default: $MTEB_CACHE when set,
-    else `output_dir`). `exported_dir` validates an export instead of a model's layers. `prompt`: a template, or
-    several names (`none,eol`) to evaluate every (template, layer) pair; None takes the report's template."""
+    else `output_dir`). `exported_dir` validates an export instead of a model's layers. `choice`: the
+    unsupervised pick of `report`, or a layer chosen from the validated scores (`--choose`, `--max-loss`).
+    `prompt`: a template, or several names (`none,eol`) to evaluate every (template, layer) pair; None takes the
+    report's template."""
 
     layers: str | Sequence[int] = "all"
     report: Path | None = None
@@ -29,4 +33,5 @@ class ValidateConfig:
     result_cache: Path | None = None
     task_data: Sequence[Path] = ()
     progress: bool = True
+    choice: ChoiceOptions = ChoiceOptions()  # which layer validation.json names as the one to export
     prompt: str | None = None  # a template or names ("none,eol"); None: the report's template, else none

@@ -10,7 +10,6 @@ the view mteb sees: mteb's encoder protocol (an `AbsEncoder`) whose ModelMeta na
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from contextlib import AbstractContextManager
@@ -50,7 +49,8 @@ class CollectRepresenter:
     key: StoreKey
 
     def represent(self, texts: Sequence[str]) -> torch.Tensor:
-        return collect(self.loaded, list(texts), self.config).pooled
+        """As the source's own pipeline tokenizes them (default prompt, lower-casing): what an export encodes."""
+        return collect(self.loaded, self.loaded.pipeline.prepare(texts), self.config).pooled
 
 
 @dataclass
@@ -168,7 +168,6 @@ def weights_fingerprint(model: torch.nn.Module) -> str:
 
 def normalizes(path: str) -> bool:
     """Whether a sentence-transformers folder's pipeline ends in a Normalize module (unit-length vectors)."""
-    modules = Path(path) / "modules.json" if path else None
-    if modules is None or not modules.is_file():
-        return False
-    return any(str(m.get("type", "")).endswith("Normalize") for m in json.loads(modules.read_text(encoding="utf-8")))
+    from layerpick.core.st_source import local_fetcher, read_pipeline
+
+    return bool(path) and read_pipeline(local_fetcher(path)).normalize

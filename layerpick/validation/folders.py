@@ -138,8 +138,13 @@ def _objects(path: Path) -> Iterator[tuple[int, dict]]:
 def _read_classification(folder: Path) -> dict[str, list[dict]]:
     if not (folder / "train.jsonl").exists():
         raise TaskFormatError(f"{folder}: classification needs train.jsonl beside test.jsonl")
-    return {split: [_text_label(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
-            for split, file in _split_files(folder).items()}
+    splits = {split: [_text_label(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
+              for split, file in _split_files(folder).items()}
+    labels = {row["label"] for row in splits["train"]}
+    if len(labels) < 2:
+        raise TaskFormatError(f"{folder / 'train.jsonl'}: every row has the label {next(iter(labels))!r}; "
+                              "a classifier needs at least two labels to learn from")
+    return splits
 
 
 def _text_label(row: dict, file: Path, number: int) -> dict:

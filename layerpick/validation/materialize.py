@@ -11,15 +11,13 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from mteb.abstasks import AbsTask
 from mteb.abstasks.clustering_legacy import AbsTaskClusteringLegacy
 
+from layerpick._util.atomic import atomic_directory
 from layerpick.validation import inject
 from layerpick.validation.errors import TaskFormatError
 from layerpick.validation.tasks import quiet_mteb, resolve_tasks
@@ -47,20 +45,12 @@ def write_task_folder(task: AbsTask, folder: Path, *, overwrite: bool = False) -
     folder = Path(folder)
     if folder.exists() and not overwrite:
         raise TaskFormatError(f"{folder} exists (pass overwrite to replace it)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with atomic_directory(folder) as work:
         subsets = list(task.hf_subsets)
         for subset in subsets:
             target = work if subsets == ["default"] else work / subset
             target.mkdir(exist_ok=True)
             _WRITERS[kind](task, _subset_data(task, subset), target)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(work, folder)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return folder
 
 

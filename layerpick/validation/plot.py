@@ -1,5 +1,6 @@
-"""validation.png: main score against relative depth k/L for each task and their mean; with a select report,
-its unsupervised metrics (min-max normalised) on a second axis. Rendered with matplotlib's Agg backend."""
+"""validation.png: main score against relative depth k/L for each task and their mean, the ideal speed-up on a
+top axis; with a select report, its unsupervised metrics (min-max normalised) on a second axis. frontier.png:
+the mean score against the ideal speed-up, the frontier and the picks marked. matplotlib's Agg backend."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from layerpick.selection.frontier_plot import add_speedup_axis, plot_frontier
 from layerpick.selection.result import SelectReport
 
 
@@ -38,11 +40,27 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
         extra_handles, extra_labels = second.get_legend_handles_labels()
         handles, labels = handles + extra_handles, labels + extra_labels
     axis.legend(handles, labels, fontsize=7, loc="best")
+    if data.get("cost"):
+        add_speedup_axis(axis, data["cost"]["ideal_speedup"], depth)
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
+    """The evaluated layers' mean task score against their ideal speed-up, the frontier joined, and the
+    unsupervised pick, the validated pick, the last and the best layers marked."""
+    section = data["frontier"]
+    picks = section["picks"]
+    marks = {"unsupervised pick": picks.get("unsupervised", {}).get("layer"),
+             "validated pick": picks["validated"]["layer"], "best": section["best_layer"], "last": data["last_layer"]}
+    layers = [k for k in data["layers_evaluated"] if k >= 1]
+    choice = "exported/chosen: layer " + str(section["chosen_layer"]) if section.get("chosen_layer") else ""
+    return plot_frontier(Path(path), f"{data['model']}: mean task score against ideal speed-up. {choice}",
+                         data["mean_by_layer"], data["cost"]["ideal_speedup"], layers, section["layers"], marks,
+                         "mean main score over the tasks")
 
 
 def _line(axis, values, depth: int, **style) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -25,8 +24,12 @@ import mteb
 from mteb import ResultCache
 from mteb.results import TaskResult
 
+from layerpick._util.atomic import write_text_atomic
 from layerpick._util.filenames import VALIDATION_FILE
+from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
+from layerpick.core.collect import CollectConfig
+from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import (
     DEFAULT_PROMPT,
@@ -34,18 +37,21 @@ from layerpick.core.prompts import (
     parse_prompts,
     prompt_from_json,
 )
-from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
+from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.config import ValidateConfig
-from layerpick.validation.plot import plot_validation
+from layerpick.validation.picks import frontier_section
+from layerpick.validation.plot import plot_frontier_png, plot_validation
 from layerpick.validation.sources import (
     Setup,
     SourceOptions,
     exported_setup,
     model_setups,
+    store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 
@@ -80,6 +86,19 @@ class ValidationReport:
     def ok(self) -> bool:
         return not self.failures
 
+    def to_json(self) -> dict[str, Any]:
+        """validation.json's content."""
+        return self.data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], output_dir: Path) -> ValidationReport:
+        """A finished run read back from its validation.json (in `output_dir`)."""
+        missing = [key for key in ("num_layers", "tasks", "mean_by_layer", "failures") if key not in data]
+        if missing:
+            raise ReportFormatError(f"{output_dir / VALIDATION_FILE} is not a validation.json: missing "
+                                    f"{', '.join(missing)}")
+        return cls(data, Path(output_dir), (Path(output_dir) / VALIDATION_FILE,))
+
 
 def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,
                    load_options: LoadOptions = LoadOptions()) -> ValidationReport:
@@ -88,6 +107,10 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     started = time.perf_counter()
     if model is None and config.exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
+    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
+    results = Path(config.result_cache) if config.result_cache else results_root(output)
+    _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
+                                                 "MTEB_CACHE": results})
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
@@ -105,15 +128,13 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
         config.layers, setup.num_layers, select.selected_layer if select else None)
-    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
-    results = Path(config.result_cache) if config.result_cache else results_root(output)
     cache = ResultCache(results)
     with ValidationBars(len(specs) * len(setups), config.progress) as bars:
         runs = []
         for one in setups:
             one.source.progress = bars.encoding
             runs.append([_run_task(spec, chosen, one, cache, bars) for spec in specs])
-    data = _document(setup, specs, runs[0], chosen, select, started)
+    data = _document(setup, specs, runs[0], chosen, select, started, config.choice)
     if len(setups) > 1:
         data = {**data, **by_prompt_document(setups, runs, chosen)}
         data["failures"] = {f"{name} ({one.facts['prompt']['name']})": failure for one, outcomes in zip(setups, runs)
@@ -122,6 +143,15 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     return ValidationReport(data, output, tuple(_write(data, output, select)))
 
 
+def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, outputs: dict[str, Path]) -> None:
+    """Every option and output location, before minutes go into loading and encoding."""
+    load_options.check()
+    max_length = 1 if config.max_length is None else config.max_length
+    CollectConfig(config.pooling, config.representation, config.batch_size, max_length).check()
+    if isinstance(config.layers, str):
+        check_layer_words(config.layers)
+    for option, path in outputs.items():
+        check_output_location(path, option)
 def validation_prompts(value: str | None, select: SelectReport | None) -> tuple[Prompt, ...]:
     """The templates to evaluate, the one whose results lead the document first: `--prompt` (a template or
     names), else the select report's template, else the default. The report's template leads when listed."""
@@ -304,7 +334,7 @@ def _check_report(select: SelectReport | None, setup: Setup) -> None:
 
 
 def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], layers: list[int],
-              select: SelectReport | None, started: float) -> dict[str, Any]:
+              select: SelectReport | None, started: float, choice: ChoiceOptions) -> dict[str, Any]:
     L = setup.num_layers
     scores = {o.spec.name: o.scores for o in outcomes}
     means = summary.mean_by_layer(scores, layers, L)
@@ -324,6 +354,7 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "last_layer": L,
         "best_layer": best,
         "comparison": summary.comparison(means, selected, L, best),
+        "frontier": frontier_section(means, _costs(facts), layers, selected, choice),
         "metric_correlations": summary.metric_correlations(select.scores, select.directions, means) if select else None,
         "select_report": {"model": select.model, "rule": select.rule} if select else None,
         "texts_encoded": setup.source.encoded,
@@ -335,15 +366,18 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
     return summary.clean(data)
 
 
+def _costs(facts: dict[str, Any]) -> LayerCosts | None:
+    return LayerCosts.from_json(facts["cost"]) if facts.get("cost") else None
+
+
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
-    handle, temporary = tempfile.mkstemp(prefix=".validation-", dir=output)
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
-    os.replace(temporary, path)
-    return [path, plot_validation(data, output / "validation.png", select)]
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+    written = [path, plot_validation(data, output / "validation.png", select)]
+    if data.get("frontier"):
+        written.append(plot_frontier_png(data, output / "frontier.png"))
+    return written
 
 
 def _one_line(error: BaseException) -> str:

@@ -15,6 +15,8 @@ from mteb.models.model_meta import ModelMeta
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.collect import CollectConfig
+from layerpick.core.cost import layer_costs
+from layerpick.core.load_errors import loading
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
@@ -26,7 +28,6 @@ from layerpick.validation.encoder import (
     SentenceTransformerRepresenter,
     layer_model_meta,
     model_label,
-    normalizes,
     weights_fingerprint,
 )
 from layerpick.validation.store import RepresentationStore, StoreKey
@@ -94,23 +95,24 @@ def _prompt_setup(model: str, loaded, fingerprint: str, options: SourceOptions, 
         resolve_max_seq_length,  # one rule for validate and export
     )
 
-    pooling = check_pooling(options.pooling or default_pooling(loaded.family.default_pooling, prompt))
+    pooling = check_pooling(options.pooling or default_pooling(loaded.default_pooling, prompt))
     max_length = resolve_max_seq_length(loaded, options.max_length)
     check_room(prompted_tokenizer(loaded.tokenizer, prompt), prompt, max_length)
     config = CollectConfig(pooling, options.representation, options.batch_size, max_length, progress=False,
                            prompt=prompt)
-    normalize = normalizes(loaded.path) if options.normalize is None else options.normalize
+    normalize = loaded.pipeline.normalize if options.normalize is None else options.normalize
     key = StoreKey(model, loaded.path, fingerprint, options.load_options.revision, options.representation, pooling,
                    max_length, options.load_options.dtype, prompt.template)
-    store = RepresentationStore(_store_root(options), key)
+    store = RepresentationStore(store_root(options.store_dir), key)
     experiment = {"representation": options.representation, "pooling": pooling, "max_length": max_length,
                   "dtype": options.load_options.dtype, "normalize": normalize}
     if not prompt.is_plain:
         experiment["prompt"] = prompt.template
     num_layers = loaded.num_layers
     facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
-             **experiment, "prompt": prompt.to_json(), "num_layers": num_layers, "store": str(store.directory),
-             "notes": list(loaded.notes), "load_s": load_s}
+             "device": str(loaded.device), **experiment, "prompt": prompt.to_json(), "num_layers": num_layers,
+             "store": str(store.directory), "notes": list(loaded.notes), "cost": layer_costs(loaded.model).to_json(),
+             "load_s": load_s}
     return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
                  prompt_label(model_label(model), prompt), options.load_options.revision or fingerprint[:12],
                  num_layers, {k: k for k in range(num_layers + 1)}, normalize, experiment,
@@ -139,17 +141,19 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
     began = time.perf_counter()
     info = _export_info(path)
     load = options.load_options
-    model = SentenceTransformer(str(path), device=resolve_device(load.device),
-                                trust_remote_code=load.trust_remote_code, model_kwargs={"dtype": DTYPES[load.dtype]})
+    device = resolve_device(load.device)
+    with loading(path, what="exported model"):
+        model = SentenceTransformer(str(path), device=device, trust_remote_code=load.trust_remote_code,
+                                    model_kwargs={"dtype": DTYPES[load.dtype]})
     fingerprint = weights_fingerprint(model)
     key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
                    int(model.max_seq_length or 0), load.dtype)
-    store = RepresentationStore(_store_root(options), key)
+    store = RepresentationStore(store_root(options.store_dir), key)
     layer, num_layers = info.get("layer", 0), info.get("num_layers", 0)
     experiment = {"representation": "sentence-transformers", "dtype": load.dtype}
     origin = info.get("source") or {}
     facts = {"model": origin.get("model") or path.name, "model_path": origin.get("path"),
-             "exported_dir": str(path), **experiment, "pooling": info.get("pooling"),
+             "exported_dir": str(path), "device": str(model.device), **experiment, "pooling": info.get("pooling"),
              "max_length": model.max_seq_length, "normalize": info.get("normalize"), "num_layers": num_layers,
              "exported_layer": layer, "store": str(store.directory), "notes": _export_notes(info),
              "load_s": time.perf_counter() - began}
@@ -179,8 +183,9 @@ def _export_notes(info: dict[str, Any]) -> list[str]:
     return [f"exported layer {info['layer']} of {info['num_layers']}: its scores sit at that layer"]
 
 
-def _store_root(options: SourceOptions) -> Path:
-    return Path(options.store_dir) if options.store_dir else cache_root() / "store"
+def store_root(store_dir: Path | None) -> Path:
+    """Where representations are stored: `--store`, else the layerpick cache."""
+    return Path(store_dir) if store_dir else cache_root() / "store"
 
 
 def _chunk(options: SourceOptions) -> int:

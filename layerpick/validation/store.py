@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -24,7 +22,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from layerpick._util.atomic import write_text_atomic
+from layerpick._util.atomic import atomic_file, write_text_atomic
 from layerpick.validation.errors import StoreError
 
 logger = logging.getLogger(__name__)
@@ -148,11 +146,8 @@ class RepresentationStore:
 
     def _write_shard(self, tensors: dict[str, torch.Tensor]) -> None:
         name = f"shard-{time.time_ns()}-{uuid.uuid4().hex[:8]}.safetensors"
-        handle, temporary = tempfile.mkstemp(prefix=".tmp-shard-", dir=self.directory)
-        os.close(handle)
         try:
-            save_file(tensors, temporary, metadata={"format": str(STORE_FORMAT)})
-            os.replace(temporary, self.directory / name)
+            with atomic_file(self.directory / name) as temporary:
+                save_file(tensors, str(temporary), metadata={"format": str(STORE_FORMAT)})
         except OSError as error:
-            Path(temporary).unlink(missing_ok=True)
             raise StoreError(f"cannot write to representation store {self.directory}: {error.strerror}") from None

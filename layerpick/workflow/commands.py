@@ -19,15 +19,15 @@ def reproduce_commands(result: RunResult) -> list[str]:
     """`layerpick run ...`, then select, validate (with tasks), export and bench as separate commands."""
     model, out, config = result.model, result.output, result.config
     load = result.load_options.cli_flags()
-    commands = [["layerpick", "run", model, *task_flags(config), "--output", str(out), *select_flags(config.select),
-                 *_export_flags(config), *_run_bench_flags(config.bench), *load]]
+    commands = [["layerpick", "run", model, *task_flags(config), *config.choice.flags(), "--output", str(out),
+                 *select_flags(config.select), *_export_flags(config), *_run_bench_flags(config.bench), *load]]
     commands.append(["layerpick", "select", model, "--output", str(out / "select"), *select_flags(config.select),
                      *load])
     if config.tasks:
         commands.append(["layerpick", "validate", model, *task_flags(config), *_representation_flags(config),
-                         "--normalize" if config.normalize else "--no-normalize",
+                         *_normalize_flags(config),
                          "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
-                         "--store", str(out / "validate" / "store"), *load])
+                         "--store", str(out / "validate" / "store"), *config.choice.flags(), *load])
     lines = [shlex.join(words) for words in commands] + [result.export["command"]]
     if result.bench is not None and config.bench is not None:
         lines.append(shlex.join(["layerpick", "bench", str(result.export_dir), *_bench_flags(config.bench)]))
@@ -46,6 +46,7 @@ def select_flags(select: SelectConfig) -> list[str]:
     pairs = [("--calibration", select.calibration, default.calibration), ("--field", select.field, default.field),
              ("--limit", select.limit, default.limit), ("--metrics", select.metrics, default.metrics),
              ("--rule", select.rule, default.rule), ("--tolerance", select.tolerance, default.tolerance),
+             ("--min-speedup", select.min_speedup, default.min_speedup),
              ("--batch-size", select.collect.batch_size, default.collect.batch_size),
              ("--max-length", select.collect.max_length, default.collect.max_length),
              ("--views", select.scoring.views, default.scoring.views),
@@ -65,7 +66,12 @@ def _representation_flags(config: RunConfig) -> list[str]:
 
 
 def _export_flags(config: RunConfig) -> list[str]:
-    return ["--normalize"] if config.normalize else []
+    return _normalize_flags(config)
+
+
+def _normalize_flags(config: RunConfig) -> list[str]:
+    """None follows the model's own sentence-transformers pipeline: no flag."""
+    return [] if config.normalize is None else ["--normalize" if config.normalize else "--no-normalize"]
 
 
 def _run_bench_flags(bench: BenchConfig | None) -> list[str]:

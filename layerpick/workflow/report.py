@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
-from layerpick._util.formatting import number
-from layerpick.selection.report import ARROWS, format_score, side_by_side
+from layerpick._util.formatting import COST_HEADER, cost_cells, number
+from layerpick.selection.report import (
+    ARROWS,
+    format_score,
+    layer_cost_cells,
+    layer_label,
+    side_by_side,
+)
+from layerpick.validation.picks import frontier_table, picks_lines
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult
 
@@ -63,17 +70,23 @@ def write_run_report(result: RunResult) -> list[Path]:
 
 def build_blocks(result: RunResult) -> list[Block]:
     return [Heading(f"layerpick run: {result.model}", 1), *_answer(result), *_model(result), *_calibration(result),
-            *_metrics(result), *_rule(result), *_validation(result), *_export(result), *_speed(result),
-            *_reproduce(result)]
+            *_metrics(result), *_rule(result), *_validation(result), *_frontier(result), *_export(result),
+            *_speed(result), *_reproduce(result)]
 
 
 def _answer(result: RunResult) -> list[Block]:
-    select, k, num = result.select, result.select.selected_layer, result.select.num_layers
-    lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
-             f"`{select.rule}` without labels{_prompt_words(select)}."]
+    select, k, num = result.select, result.export["layer"], result.select.num_layers
+    if result.config.choice.validated:
+        lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen from the validation "
+                 f"(`{' '.join(result.config.choice.flags())}`: {result.config.choice.describe()}); the rule "
+                 f"`{select.rule}` picked layer {select.selected_layer} without labels{_prompt_words(select)}."]
+    else:
+        lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
+                 f"`{select.rule}` without labels{_prompt_words(select)}."]
     comparison = (result.validation or {}).get("comparison")
     if comparison:
-        chosen, last, best = (comparison[name] for name in ("selected", "last", "best"))
+        last, best = comparison["last"], comparison["best"]
+        chosen = {"mean_score": result.validation["mean_by_layer"][k]}
         lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}, "
                      f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
                      f"{best['layer']} ({_tasks(result.validation)}).")
@@ -107,7 +120,7 @@ def _model(result: RunResult) -> list[Block]:
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
             ["prompt", _prompt_cell(select.prompt)],
-            ["dtype", select.dtype]]
+            ["dtype", select.dtype], ["device", select.device or "not recorded"]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
 
@@ -130,10 +143,12 @@ def _metrics(result: RunResult) -> list[Block]:
     select = result.select
     names = list(select.scores)
     header = ["layer", *(f"{name} {ARROWS[select.directions[name]]}" for name in names)]
-    rows = [[_layer_label(k, select.selected_layer), *(format_score(select.scores[n][k]) for n in names)]
-            for k in range(select.num_layers + 1)]
+    header += list(COST_HEADER) if select.costs else []
+    rows = [[layer_label(select, k), *(format_score(select.scores[n][k]) for n in names),
+             *layer_cost_cells(select, k)] for k in range(select.num_layers + 1)]
     return [Heading("Every metric by layer"), Table(header, rows),
-            Text("Arrows: each metric's documented direction. ◀ marks the chosen layer."),
+            Text("Arrows: each metric's documented direction. ◀ marks the rule's pick, ◆ the unsupervised "
+                 "frontier. " + (select.cost["model"].capitalize() + "." if select.cost else "")),
             Image(result.output / "select" / "metrics.png", "metrics against relative depth")]
 
 
@@ -172,6 +187,44 @@ def _validation(result: RunResult) -> list[Block]:
         blocks += [Text("Mean main score by prompt template (◀ the best pair)."), Table(["layer", *labels], rows)]
     blocks += [Text(f"Failed: {task}: {message}") for task, message in (data.get("failures") or {}).items()]
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
+
+
+def _frontier(result: RunResult) -> list[Block]:
+    """The quality-speed trade-off: from the validation when there is one, else from the rule's objective."""
+    measured = _measured(result)
+    section = (result.validation or {}).get("frontier")
+    if section:
+        header, rows = frontier_table(result.validation, measured)
+        lines = picks_lines(section)
+        exported = result.export["layer"]
+        lines[-1] = (f"Exported: {section['reason']}." if exported == section.get("chosen_layer")
+                     else f"Exported: layer {exported}.")
+        return [Heading("Quality against speed"),
+                Text("The frontier: the evaluated layers that no other layer beats on both the validated mean "
+                     "score and the ideal speed-up (compute per token against the full model)."),
+                Table(header, rows), *[Text(line) for line in lines],
+                Image(result.output / "validate" / "frontier.png", "mean task score against ideal speed-up")]
+    select = result.select
+    if not select.frontier or select.costs is None:
+        return []
+    costs = select.costs
+    rows = [[str(k), format_score(select.objective[k]),
+             *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]), measured.get(k, "–"),
+             "rule's pick" if k == select.selected_layer else ""] for k in select.frontier]
+    return [Heading("Quality against speed"),
+            Text(f"Without tasks, the frontier of the unsupervised scores: the layers that no other layer beats on "
+                 f"both the rule's objective (`{select.rule}`, rescaled so 1 is its best layer) and the ideal "
+                 "speed-up. Validate them on your tasks (`--tasks ... --layers all`) before exporting a faster one."),
+            Table(["layer", "rule objective", *COST_HEADER, "measured speed-up", ""], rows)]
+
+
+def _measured(result: RunResult) -> dict[int, str]:
+    """The bench's throughput ratio of the exported layer, by batch size, as one cell."""
+    rows = (result.bench or {}).get("rows", [])
+    if not rows:
+        return {}
+    return {result.export["layer"]: ", ".join(f"{_ratio(r['throughput_ratio'])} (batch {r['batch_size']})"
+                                              for r in rows)}
 
 
 def _export(result: RunResult) -> list[Block]:
@@ -266,10 +319,6 @@ def _inline(text: str) -> str:
                 code = not code
             out.append(html.escape(part))
     return "".join(out)
-
-
-def _layer_label(k: int, selected: int) -> str:
-    return f"{k} ◀" if k == selected else str(k)
 
 
 def _num(value: Any) -> str:

@@ -33,6 +33,7 @@ from layerpick._util.filenames import (
     RUN_FILE,
     VALIDATION_FILE,
 )
+from layerpick._util.outputs import check_output_location
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
@@ -41,10 +42,11 @@ from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
+from layerpick.selection.frontier import ChoiceError, ChoiceOptions
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
-from layerpick.selection.rules import parse_rule
+from layerpick.selection.rules import check_min_speedup
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +62,10 @@ class RunConfig:
     task_data: tuple[Path, ...] = ()
     validate_batch_size: int = 32
     validate_max_length: int | None = None
-    normalize: bool = False
+    normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline
     bench: BenchConfig | None = BenchConfig()
     select: SelectConfig = SelectConfig()
+    choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
     force: bool = False
 
 
@@ -92,9 +95,25 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                  *, progress: bool = True, announce: Announce | None = None) -> RunResult:
     """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
     output = Path(output)
+    load_options.check()
     inputs = input_facts(model, config)
+    created = [folder for folder in (output, *output.parents) if not folder.exists()]  # innermost first
     _check_output(output)
     ledger = Ledger(output / LEDGER, config.force)
+    ledger.start()  # run.json first: a run interrupted at any later point is recognised and resumed
+    try:
+        return _run_stages(model, output, load_options, config, inputs, ledger, progress, announce)
+    except BaseException:
+        if created and not ledger.stages:  # nothing finished: leave no folder behind (a re-run starts afresh)
+            shutil.rmtree(output, ignore_errors=True)
+            for folder in created[1:]:
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
+        raise
+
+
+def _run_stages(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
+                ledger: "Ledger", progress: bool, announce: Announce | None) -> RunResult:
     if config.force:
         _clear(output)
     announce = announce or (lambda stage, reused: None)
@@ -107,8 +126,9 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
                                    lambda: _validate(model, load_options, config, output, progress))
         if result.validation.get("failures"):
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
+    layer = exported_layer(config, result.validation)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
-                           lambda: _export(model, load_options, config, output, progress))
+                           lambda: _export(model, load_options, config, output, progress, layer, result.select))
     if config.bench is not None:
         result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
                               lambda: _bench(config.bench, output, progress))
@@ -126,8 +146,10 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
     select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"]})
     validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
                         "batch": config.validate_batch_size, "max_length": config.validate_max_length,
-                        "normalize": config.normalize})
-    export = _digest({"select": select, "normalize": config.normalize})
+                        "normalize": config.normalize, "choice": dataclasses.asdict(config.choice)})
+    export = _digest({"select": select, "normalize": config.normalize,
+                      "choice": {"validate": validate, **dataclasses.asdict(config.choice)}
+                      if config.choice.validated else None})
     bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
     return {"select": select, "validate": validate, "export": export, "bench": bench}
 
@@ -156,6 +178,10 @@ class Ledger:
         self.path = path
         self.previous = {} if force or not path.is_file() else _read_json(path).get("stages", {})
         self.stages: dict[str, dict[str, Any]] = {}
+
+    def start(self) -> None:
+        """Mark the folder as a layerpick run before any stage writes into it (earlier stages kept)."""
+        self._save()
 
     def reusable(self, stage: str, key: str, product: Path) -> bool:
         return self.previous.get(stage, {}).get("key") == key and product.is_file()
@@ -206,21 +232,39 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         pooling=config.select.collect.pooling, representation=config.select.collect.representation,
         batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
         store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
+        choice=config.choice,
         prompt=config.select.prompt)  # None: the report's template; several: every template side by side
     result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
 
-def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
-    settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
-                            progress=progress)
-    export_model(model, None, output / "model", settings, load_options=load_options)
+def exported_layer(config: RunConfig, validation: dict[str, Any] | None) -> int | None:
+    """The layer chosen from the validation (`--choose validated`, `--max-loss`), or None for the rule's pick."""
+    if not config.choice.validated:
+        return None
+    section = (validation or {}).get("frontier") or {}
+    if section.get("chosen_layer") is None:
+        raise ChoiceError("no layer could be chosen from the validation (no evaluated layer >= 1 has a mean score)")
+    return int(section["chosen_layer"])
+
+
+def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool,
+            layer: int | None, select: SelectReport) -> dict:
+    """The rule's pick from the select report, or the validated `layer` with the report's pooling and
+    representation."""
+    if layer is None:
+        settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
+                                progress=progress)
+    else:
+        settings = ExportConfig(pooling=select.pooling, representation=select.representation,
+                                normalize=config.normalize, overwrite=True, progress=progress)
+    export_model(model, layer, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
 
 
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
-    data = run_bench(output / "model", bench, progress=progress).to_dict()
+    data = run_bench(output / "model", bench, progress=progress).to_json()
     write_json_atomic(output / BENCH_FILE, data)
     return data
 
@@ -229,7 +273,10 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     """Check the rule, layers, bench settings and tasks before the first stage spends minutes on the model,
     and return what the stage keys need beyond names: the model's resolved path, the calibration texts'
     hash and each task's data revision (a content hash for a local folder)."""
-    parse_rule(config.select.rule)
+    config.select.check()
+    check_min_speedup(config.select.min_speedup)
+    if config.choice.validated and not config.tasks:
+        raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
     if config.bench is not None:
@@ -251,8 +298,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
 
 
 def _check_output(output: Path) -> None:
-    if output.exists() and not output.is_dir():
-        raise LayerpickError(f"--output {output} exists and is not a directory")
+    check_output_location(output, "--output")
     if output.is_dir() and any(output.iterdir()) and not (output / LEDGER).is_file():
         raise LayerpickError(f"--output {output} is not empty and holds no earlier `layerpick run`; "
                              "choose a new or empty directory")

@@ -1,5 +1,6 @@
 import pytest
-from tiny import make_loaded
+
+from tests.testkit.tiny import make_loaded
 
 
 @pytest.fixture

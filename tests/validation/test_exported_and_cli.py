@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny import LAYERS
 from typer.testing import CliRunner
 
 from layerpick.cli.app import app
 from layerpick.cli.errors import exit_code_for
 from layerpick.validation import TaskNotFoundError, ValidateConfig, run_validation
-from validation.helpers import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS
+from tests.testkit.tiny import LAYERS
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 
@@ -61,14 +61,33 @@ def test_cli_table_and_files(tmp_path, tiny_model):
     assert json.loads(result.output)["tasks"]["sts"]["evaluations_reused"] == 2
 
 
+# The entry point, with mteb's evaluation of the task named 'broken' failing as an unexpected error inside mteb
+# would (data that cannot be scored is refused earlier, by the folder checks).
+FAILING_EVALUATOR = """
+import sys
+from layerpick.cli import app
+from layerpick.validation import run
+evaluate = run._evaluate
+def failing(setup, layer, task, cache):
+    if task.metadata.name == "broken":
+        raise ValueError("This solver needs samples of at least 2 classes in the data")
+    return evaluate(setup, layer, task, cache)
+run._evaluate = failing
+sys.argv = ["layerpick", *sys.argv[1:]]
+app.main()
+"""
+
+
 def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny_model):
-    write_jsonl(tmp_path / "broken" / "train.jsonl", [{"text": f"text {i}", "label": 0} for i in range(6)])
-    write_jsonl(tmp_path / "broken" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
+    from tests.testkit.tasks import classification_folder
+
+    classification_folder(tmp_path, "broken")
     model = save_tiny(tiny_model, tmp_path / "model")
     out = tmp_path / "out"
     tasks = f"{tmp_path / 'broken'},{ALL_KINDS['sts'](tmp_path)}"
-    run = subprocess.run([LAYERPICK, "validate", str(model), "--tasks", tasks, "--layers", "4", "--output", str(out),
-                          "--store", str(tmp_path / "store"), "-q"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", FAILING_EVALUATOR, "validate", str(model), "--tasks", tasks,
+                          "--layers", "4", "--output", str(out), "--store", str(tmp_path / "store"), "-q"],
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert "failed broken" in run.stderr and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("layerpick: error: 1 task(s) failed (broken)")

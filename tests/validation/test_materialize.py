@@ -16,7 +16,7 @@ from layerpick.validation import (
 )
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
-from validation.helpers import ALL_KINDS
+from tests.testkit.tasks import ALL_KINDS
 
 
 class HashEncoder(AbsEncoder):

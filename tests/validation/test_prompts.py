@@ -6,7 +6,6 @@ import json
 import mteb
 import pytest
 from mteb.models.abs_encoder import AbsEncoder
-from tiny import LAYERS
 from typer.testing import CliRunner
 
 from layerpick.cli.app import app
@@ -16,7 +15,8 @@ from layerpick.validation import ValidateConfig, resolve_tasks, run_validation
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.run import main_score, single_threaded_blas
 from layerpick.validation.store import StoreKey
-from validation.helpers import ALL_KINDS
+from tests.testkit.tasks import ALL_KINDS
+from tests.testkit.tiny import LAYERS
 
 
 class PromptedLayerEncoder(AbsEncoder):

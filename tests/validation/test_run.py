@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from mteb.models.abs_encoder import AbsEncoder
 from scipy.stats import spearmanr
-from tiny import LAYERS
 
 from layerpick.core.collect import CollectConfig, collect
-from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.validation import (
     ValidateConfig,
     parse_layers,
@@ -18,8 +17,9 @@ from layerpick.validation import (
     run_validation,
 )
 from layerpick.validation.encoder import layer_model_meta
-from layerpick.validation.run import main_score, single_threaded_blas
-from validation.helpers import ALL_KINDS, failing_classification
+from layerpick.validation.run import ValidationReport, main_score, single_threaded_blas
+from tests.testkit.tasks import ALL_KINDS, failing_classification
+from tests.testkit.tiny import LAYERS
 
 SOME = [0, 2, LAYERS]  # first, middle, last: enough to catch a layer mix-up, cheaper than all five
 
@@ -110,8 +110,8 @@ def test_changed_settings_are_not_reused(tmp_path, tiny_model, monkeypatch):
     assert len(calls) == 2
 
 
-def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model):
-    report = validate(tmp_path, [failing_classification(tmp_path), ALL_KINDS["sts"](tmp_path)])
+def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model, monkeypatch):
+    report = validate(tmp_path, [failing_classification(tmp_path, monkeypatch), ALL_KINDS["sts"](tmp_path)])
     assert list(report.failures) == ["broken"]
     assert "class" in report.failures["broken"]
     assert None not in report.data["tasks"]["sts"]["main_score_by_layer"]
@@ -186,3 +186,12 @@ def test_layer_words_are_checked_without_a_model():
     check_layer_words("selected, 3,last")
     with pytest.raises(LayerpickError, match="comma-separated"):
         check_layer_words("3,lst")
+
+
+def test_validation_report_round_trips_through_its_file(tmp_path, tiny_model):
+    report = validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], layers=SOME)
+    on_disk = json.loads((tmp_path / "out" / "validation.json").read_text())
+    again = ValidationReport.from_json(on_disk, tmp_path / "out")
+    assert again.to_json() == report.to_json() and again.ok == report.ok
+    with pytest.raises(ReportFormatError, match="missing mean_by_layer"):
+        ValidationReport.from_json({k: v for k, v in on_disk.items() if k != "mean_by_layer"}, tmp_path)

@@ -8,7 +8,7 @@ from layerpick.validation import (
     resolve_tasks,
     split_items,
 )
-from validation.helpers import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS, write_jsonl
 
 
 def test_unknown_task_suggests_the_closest_name():

@@ -4,11 +4,11 @@ import json
 
 import pytest
 import torch
-from test_select import QUIET, calibration_file
 
 from layerpick.metrics import MetricSpec, get_metric, register_metric, unregister_metric
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.report import to_markdown, write_report
+from tests.testkit.calibration import QUIET, calibration_file
 
 
 def mean_norm(states: torch.Tensor, settings) -> float:

@@ -6,24 +6,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny import save_tiny
 
-from layerpick.core.collect import CollectConfig
 from layerpick.core.models import load_model
 from layerpick.errors import CalibrationError, NonFiniteStatesError
 from layerpick.selection.job import SelectConfig, run_select
 from layerpick.selection.scoring import ScoringConfig
+from tests.testkit.calibration import QUIET, calibration_file
+from tests.testkit.tiny import save_tiny
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
-QUIET = CollectConfig(progress=False, batch_size=8)
-
-
-def calibration_file(tmp_path, n=24):
-    path = tmp_path / "calib.txt"
-    path.write_text("\n".join(f"sentence number {i} talks about topic {i % 5} and more words" for i in range(n)))
-    return str(path)
-
-
 def test_report_has_every_metric_for_every_layer(tiny_dirs, tmp_path):
     config = SelectConfig(calibration=calibration_file(tmp_path), collect=QUIET, scoring=ScoringConfig(views=3))
     report = run_select(str(tiny_dirs("llama")), config=config)

@@ -1,10 +1,10 @@
 import json
 
 import pytest
-from conftest import SHARED_DATA
 
 from layerpick.core.calibration import clean, load_calibration
 from layerpick.errors import CalibrationError
+from tests.testkit.paths import SHARED_DATA
 
 
 def test_embedded_set_is_large_clean_and_deterministic():

@@ -2,11 +2,18 @@
 
 import pytest
 import torch
-from tiny import CONFIGS, LAYERS, MAX_PARAMS, TEXTS, make_loaded, parameter_count
 
 from layerpick.core import surgery
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.pooling import pool
+from tests.testkit.tiny import (
+    CONFIGS,
+    LAYERS,
+    MAX_PARAMS,
+    TEXTS,
+    make_loaded,
+    parameter_count,
+)
 
 FAMILIES = sorted(CONFIGS)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tiny import TEXTS, make_tokenizer
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from layerpick.core.prompt_tokenizer import (
@@ -26,6 +25,7 @@ from layerpick.core.prompts import (
     parse_prompts,
     prompt_from_json,
 )
+from tests.testkit.tiny import TEXTS, make_tokenizer
 
 EOL = BUILTIN_TEMPLATES["eol"]
 
@@ -181,7 +181,7 @@ def test_edge_differences_are_measured():
 
 
 def test_collect_takes_a_name_or_template_string():
-    from tiny import make_loaded
+    from tests.testkit.tiny import make_loaded
 
     from layerpick.core.collect import CollectConfig, collect
 

@@ -64,8 +64,18 @@ ALL_KINDS = {
 }
 
 
-def failing_classification(root: Path) -> Path:
-    """A classification folder whose train split has one label: the evaluator fails on it."""
-    write_jsonl(root / "broken" / "train.jsonl", [{"text": f"text {i}", "label": 0} for i in range(6)])
-    write_jsonl(root / "broken" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
-    return root / "broken"
+def failing_classification(root: Path, monkeypatch) -> Path:
+    """A classification folder named 'broken' whose evaluation fails (the folder checks refuse data that cannot
+    be scored, so the evaluator's failure is injected, as an unexpected error inside mteb would arrive)."""
+    from layerpick.validation import run
+
+    folder = classification_folder(root, "broken")
+    evaluate = run._evaluate
+
+    def failing(setup, layer, task, cache):
+        if task.metadata.name == "broken":
+            raise ValueError("This solver needs samples of at least 2 classes in the data")
+        return evaluate(setup, layer, task, cache)
+
+    monkeypatch.setattr(run, "_evaluate", failing)
+    return folder

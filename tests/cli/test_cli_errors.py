@@ -1,24 +1,14 @@
 """Bad input through the real `layerpick` entry point: one clear line, exit code 1, no traceback."""
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-LAYERPICK = str(Path(sys.executable).parent / "layerpick")
+from tests.testkit.cli import LAYERPICK, assert_one_line_error
 
 
 def run(*args):
     return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=300)
-
-
-def assert_one_line_error(result, message):
-    assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.strip().startswith("layerpick: error:")
-    assert message in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_missing_model_path():
@@ -33,7 +23,7 @@ def test_unsupported_architecture(tmp_path):
     from transformers import T5Config, T5Model
 
     T5Model(T5Config(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8, vocab_size=64)).save_pretrained(tmp_path)
-    from tiny import make_tokenizer
+    from tests.testkit.tiny import make_tokenizer
 
     make_tokenizer("llama").save_pretrained(tmp_path)
     assert_one_line_error(run("collect", str(tmp_path), "-q"), "unsupported architecture 't5'")
@@ -41,7 +31,8 @@ def test_unsupported_architecture(tmp_path):
 
 def test_pickle_weights_refused_unless_allowed(tmp_path):
     import torch
-    from tiny import make_model, make_tokenizer
+
+    from tests.testkit.tiny import make_model, make_tokenizer
 
     model = make_model("llama")
     model.config.save_pretrained(tmp_path)
@@ -66,8 +57,9 @@ def test_bad_calibration(tiny_dirs, tmp_path, content, message):
 
 def test_text_with_zero_tokens(tmp_path):
     """A decoder tokenizer whose normaliser removes format characters (as BERT's does) leaves no token."""
-    from tiny import make_model, make_tokenizer
     from tokenizers import normalizers
+
+    from tests.testkit.tiny import make_model, make_tokenizer
 
     tokenizer = make_tokenizer("llama")
     tokenizer.backend_tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=False)

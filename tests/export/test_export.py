@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,6 @@ import torch
 import transformers as tf
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
-from tiny import CONFIGS, LAYERS, TEXTS, make_model, make_tokenizer
 from typer.testing import CliRunner
 
 from layerpick.core import surgery
@@ -39,10 +39,11 @@ from layerpick.export.st_layout import (
     layout_problems,
     legacy_rope_keys,
 )
+from tests.testkit.tiny import CONFIGS, LAYERS, TEXTS, make_model, make_tokenizer
 
 FAMILIES = sorted(CONFIGS)
-ROOT = Path(__file__).resolve().parents[1]
-ENTRY_POINT = ROOT / ".venv" / "bin" / "layerpick"
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY_POINT = Path(sys.executable).parent / "layerpick"  # the console script of the running environment
 
 
 @pytest.fixture(scope="session")

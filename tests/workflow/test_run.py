@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from validation.helpers import failing_classification, sts_folder
 
 from layerpick.bench.run import BenchConfig
 from layerpick.errors import LayerpickError
@@ -15,6 +14,7 @@ from layerpick.selection import job as select_run
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
+from tests.testkit.tasks import failing_classification, sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 BENCH = BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False)
@@ -71,7 +71,7 @@ def test_report_answers_which_layer_how_good_how_fast(finished_run):
 
 def test_html_is_self_contained(finished_run):
     page = finished_run[1][1].read_text()
-    assert page.count('src="data:image/png;base64,') == 2  # metrics and validation plots, embedded
+    assert page.count('src="data:image/png;base64,') == 3  # metrics, validation and frontier plots, embedded
     assert "src=\"http" not in page and "<link" not in page
     assert "<b>Which layer:</b>" in page
 
@@ -188,8 +188,8 @@ def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
     assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))
 
 
-def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path):
-    task, broken = sts_folder(tmp_path), failing_classification(tmp_path)
+def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monkeypatch):
+    task, broken = sts_folder(tmp_path), failing_classification(tmp_path, monkeypatch)
     config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
     first = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     assert list(first.validation["failures"]) == ["broken"]
@@ -215,7 +215,8 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     select, chosen = result.select, result.select.prompt
     assert set(select.by_prompt) == {"eol", "sum"}
     assert list(result.validation["by_prompt"])[0] == chosen["name"]  # the chosen template leads
-    assert result.validation["prompt"] == chosen and result.export["prompt"]["template"] == chosen["template"]
+    shipped = result.export["prompt"] or {"template": None}  # an export of plain text records no template
+    assert result.validation["prompt"] == chosen and shipped["template"] == chosen["template"]
     texts = ["the quick brown fox", "numbers like 42 and more"]
     exported = SentenceTransformer(str(result.export_dir), device="cpu").encode(texts, convert_to_tensor=True)
     config = CollectConfig(pooling=select.pooling, progress=False, max_length=result.export["max_seq_length"],

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from validation.helpers import sts_folder
 
 from layerpick.cli.app import app
 from layerpick.validation import ValidateConfig, run_validation
+from tests.testkit.tasks import sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {
@@ -22,7 +22,8 @@ REPEATED = {
     "--device-map": "LAYERPICK_DEVICE_MAP", "--trust-remote-code": "LAYERPICK_TRUST_REMOTE_CODE",
     "--quiet": "LAYERPICK_QUIET", "--tasks": "LAYERPICK_TASKS", "--task-data": "LAYERPICK_TASK_DATA",
     "--store": "LAYERPICK_STORE", "--host": "LAYERPICK_HOST", "--port": "LAYERPICK_PORT",
-    "--threads": "LAYERPICK_THREADS", "--prompt": "LAYERPICK_PROMPT",
+    "--threads": "LAYERPICK_THREADS", "--min-speedup": "LAYERPICK_MIN_SPEEDUP", "--choose": "LAYERPICK_CHOOSE",
+    "--max-loss": "LAYERPICK_MAX_LOSS", "--prompt": "LAYERPICK_PROMPT",
 }
 
 
@@ -40,14 +41,15 @@ def test_repeated_options_read_a_variable(command, option, envvar):
 
 def test_variables_reach_the_command(tiny_dirs, tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LAYERPICK_MODEL": str(tiny_dirs("llama")),
-           "LAYERPICK_LIMIT": "12", "LAYERPICK_RULE": "min-dime", "LAYERPICK_QUIET": "1"}
+           "LAYERPICK_LIMIT": "12", "LAYERPICK_RULE": "min-dime", "LAYERPICK_QUIET": "1",
+           "LAYERPICK_MIN_SPEEDUP": "1.9"}
     done = subprocess.run([LAYERPICK, "select", "--metrics", "dime", "--output", str(tmp_path / "out"), "--json"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["model"] == str(tiny_dirs("llama"))
     assert report["calibration"]["count"] == 12
-    assert report["rule"] == "min-dime"
+    assert report["rule"] == "min-dime" and report["min_speedup"] == 1.9
     assert "forward pass" not in done.stderr  # quiet: no progress bars
 
 

@@ -25,7 +25,7 @@ from layerpick.bench.baseline import (
     transformer_dir,
 )
 from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.run import bench_texts, run_bench
+from layerpick.bench.run import BenchResult, bench_texts, run_bench
 from layerpick.bench.timing import split_batches, summarise, time_side_by_side
 from layerpick.core import surgery
 
@@ -257,3 +257,31 @@ def test_cli_table_and_bad_batch_sizes(cut_dir):
     assert "speed-up" in table.stdout and "export" in table.stdout
     bad = runner.invoke(app, ["bench", str(cut_dir), "--batch-sizes", "1,x"])
     assert bad.exit_code == 2 and "comma-separated integers" in bad.output
+
+
+def test_bench_result_round_trips_through_json(result):
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
+    assert BenchResult.from_json(data) == result
+
+
+def test_memory_probe_embeds_the_longest_batch_once_per_size():
+    """The worst batch of a size: the `size` texts with the most tokens, padded to the longest."""
+    assert bench_memory.longest(["a b", "a", "a b c d", "a b c"], 2, lambda t: len(t.split())) == ["a b c d", "a b c"]
+    assert bench_memory.longest(["x"], 4, len) == ["x"]
+
+    class Model:
+        max_seq_length = 3
+        calls: list = []
+
+        def tokenizer(self, text, truncation=False, max_length=None):
+            ids = text.split()
+            return {"input_ids": ids[:max_length] if truncation else ids}
+
+        def encode(self, batch, **kwargs):
+            self.calls.append(list(batch))
+
+    model = Model()
+    texts = ["one", "one two", "one two three four five", "one two three four", "x y"]
+    bench_memory._peak_at(model, texts, 2, "cpu", 0, 0)
+    # truncated at 3 tokens, the two longest tie at 3 and come first (stable order)
+    assert model.calls == [["one two three four five", "one two three four"]]

@@ -1,0 +1,67 @@
+"""The one check of an output location, made before any work: can layerpick write there at all?
+
+A command that loads a model for a minute and then finds its output folder read-only wastes that minute and
+reports a temporary staging path the user never named. `check_output_location` looks at the path the user
+gave (or the default), before anything is loaded: an existing path must be the right kind (folder or file),
+the folder that will hold it must be reachable through folders (not through a file), and writing there must
+really work; a probe file is created and removed, which also catches read-only file systems and full disks
+that permission bits do not show (and is right for root, who ignores permission bits).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from layerpick.errors import LayerpickError
+
+REASONS = {
+    errno.EROFS: "is on a read-only file system",
+    errno.EACCES: "is not writable (permission denied)",
+    errno.EPERM: "is not writable (operation not permitted)",
+    errno.ENOSPC: "is on a full disk",
+    errno.EDQUOT: "is over its disk quota",
+}
+
+
+class OutputLocationError(LayerpickError):
+    """An output path layerpick cannot write: read-only, not permitted, or in the way of a file."""
+
+
+def check_output_location(path: Path, option: str | None = "--output", *, is_file: bool = False) -> None:
+    """Raise OutputLocationError, naming `option` and the user's `path`, when `path` cannot be written.
+
+    `is_file`: the output is one file (else a folder, created if missing). Nothing is created; the probe
+    file is removed again."""
+    path = Path(path).expanduser()
+    label = f"{option} {path}" if option else str(path)
+    if path.exists():
+        if is_file and path.is_dir():
+            raise OutputLocationError(f"cannot write {label}: it is a directory, not a file")
+        if not is_file and not path.is_dir():
+            raise OutputLocationError(f"cannot write {label}: it exists and is not a directory")
+        holder = path.parent if is_file else path
+    else:
+        holder = _nearest_existing(path.parent)
+        if not holder.is_dir():
+            raise OutputLocationError(f"cannot write {label}: {holder} is a file, not a directory")
+    _probe(holder, label, "it" if holder == path else str(holder))
+
+
+def _nearest_existing(path: Path) -> Path:
+    path = Path(os.path.abspath(path))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _probe(folder: Path, label: str, where: str) -> None:
+    try:
+        handle, name = tempfile.mkstemp(prefix=".layerpick-probe-", dir=folder)
+    except OSError as error:
+        reason = REASONS.get(error.errno, f"cannot be written ({error.strerror or error})")
+        raise OutputLocationError(f"cannot write {label}: {where} {reason}") from None
+    os.close(handle)
+    os.unlink(name)

@@ -1,0 +1,90 @@
+"""Plots of the quality-speed trade-off: the frontier plot, and a speed-up axis for plots by relative depth.
+
+Owns how cost shows in a figure: `plot_frontier` (quality against ideal speed-up, every layer a labelled point,
+the frontier joined, named layers marked) and `add_speedup_axis` (a top axis giving the ideal speed-up at
+layers along a relative-depth x axis). matplotlib's Agg backend; the caller saves and closes the figure.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+MARKS = {  # label -> (marker, colour)
+    "unsupervised pick": ("s", "tab:green"),
+    "validated pick": ("D", "tab:purple"),
+    "exported": ("*", "tab:red"),
+    "best": ("^", "tab:orange"),
+    "last": ("v", "tab:gray"),
+}
+SPEEDUP_TICKS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 30.0, 50.0, 100.0)
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float], layers: Sequence[int],
+                  on_frontier: Sequence[int], marks: Mapping[str, int | None], ylabel: str) -> None:
+    """Every layer of `layers` with a quality as a point at (ideal speed-up, quality), labelled k; the
+    frontier joined by a line; each named layer in `marks` circled in its own marker."""
+    points = [k for k in layers if _finite(quality[k])]
+    axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=14, color="tab:blue", alpha=0.5,
+                 label="layer")
+    front = sorted(on_frontier, key=lambda k: speedup[k])
+    axis.plot([speedup[k] for k in front], [quality[k] for k in front], color="tab:blue", linewidth=1.5,
+              marker="o", markersize=5, label="frontier")
+    for k in points:
+        axis.annotate(str(k), (speedup[k], quality[k]), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    for label, layer in marks.items():
+        if layer is not None and layer in points:
+            marker, color = MARKS.get(label, ("o", "black"))
+            axis.scatter([speedup[layer]], [quality[layer]], s=90, marker=marker, facecolors="none",
+                         edgecolors=color, linewidths=1.8, label=f"{label} ({layer})", zorder=5)
+    axis.set_xscale("log")
+    low, high = min(speedup[k] for k in points), max(speedup[k] for k in points)
+    ticks = [t for t in SPEEDUP_TICKS if low / 1.05 <= t <= high * 1.05]
+    axis.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    axis.minorticks_off()
+    axis.set_xlabel("ideal speed-up over the full model (log scale)")
+    axis.set_ylabel(ylabel)
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7, loc="best")
+
+
+def plot_frontier(path: Path, title: str, quality: Sequence[float | None], speedup: Sequence[float],
+                  layers: Sequence[int], on_frontier: Sequence[int], marks: Mapping[str, int | None],
+                  ylabel: str) -> Path:
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(8, 5.2))
+    draw_frontier(axis, quality, speedup, layers, on_frontier, marks, ylabel)
+    axis.set_title(title, fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return Path(path)
+
+
+def add_speedup_axis(axis, speedup: Sequence[float], num_layers: int) -> None:
+    """A top axis over a relative-depth x axis: ticks at the layers whose ideal speed-up is nearest to round
+    values (1x, 1.5x, 2x, 3x, ...), labelled with their exact speed-up."""
+    top = axis.twiny()
+    top.set_xlim(axis.get_xlim())
+    ticks: dict[int, float] = {}
+    for target in SPEEDUP_TICKS:
+        k = min(range(1, num_layers + 1), key=lambda j: abs(math.log(speedup[j] / target)))
+        if abs(math.log(speedup[k] / target)) < 0.2:
+            ticks[k] = speedup[k]
+    top.set_xticks([k / num_layers for k in ticks])
+    top.set_xticklabels([f"{value:.3g}x" for value in ticks.values()], fontsize=7)
+    top.set_xlabel("ideal speed-up", fontsize=8)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

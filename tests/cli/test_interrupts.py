@@ -1,0 +1,164 @@
+"""Ctrl-C: at any moment the command prints "layerpick: aborted" and exits 130, commits nothing, and an
+interrupted `layerpick run` resumes when run again.
+
+The subprocess tests send a real SIGINT to the real entry point: while the libraries are still being imported,
+and in the middle of the work (a marker file tells the test when the process is there, so nothing depends on
+timing guesses). The run tests interrupt `run_workflow` at each point where it writes, then run it again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from layerpick._util import interrupt
+from layerpick.bench.run import BenchConfig
+from layerpick.export.config import ExportConfig
+from layerpick.selection.job import SelectConfig
+from layerpick.workflow.run import LEDGER, RunConfig, run_workflow
+from tests.testkit.tasks import sts_folder
+
+# The entry point with one hook: `layerpick.cli.app.<hook>` is replaced by a function that writes MARKER (then
+# does the original's work, or sleeps as a long job would), so the test knows when to send SIGINT.
+LAUNCHER = """
+import sys, time
+from pathlib import Path
+marker, hook = Path(sys.argv[1]), sys.argv[2]
+sys.argv = ["layerpick", *sys.argv[3:]]
+from layerpick.cli import app
+if hook == "imports":  # the signal arrives while torch, transformers and the commands are being imported
+    original = app.prepare_libraries
+    def prepare(argv):
+        original(argv)
+        marker.write_text("importing")
+    app.prepare_libraries = prepare
+else:  # the signal arrives in the middle of a long job
+    import layerpick.core.collect_job as job
+    import layerpick.cli.collect_cmd as command
+    def long_job(*args, **kwargs):
+        marker.write_text("working")
+        for _ in range(600):
+            time.sleep(0.1)
+    command.collect_layers = long_job
+app.main()
+"""
+
+
+def launch(tmp_path: Path, hook: str, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+    marker = tmp_path / f"marker-{hook}"
+    process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(marker), hook, *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the command never reached the hook"
+        time.sleep(0.01)
+    return process, marker
+
+
+@pytest.mark.parametrize("hook", ["imports", "work"])
+def test_ctrl_c_prints_aborted_and_exits_130(hook, tiny_dirs, tmp_path):
+    process, _ = launch(tmp_path, hook, "collect", str(tiny_dirs("llama")), "-q")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err == "layerpick: aborted\n", err
+
+
+def test_ctrl_c_under_debug_shows_where_and_keeps_130(tiny_dirs, tmp_path):
+    import os
+
+    env = {**os.environ, "LAYERPICK_DEBUG": "1"}
+    process, _ = launch(tmp_path, "work", "collect", str(tiny_dirs("llama")), "-q", env=env)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" in err and "long_job" in err and err.strip().endswith("layerpick: aborted")
+
+
+def test_an_interrupt_swallowed_by_a_library_commits_nothing(tiny_dirs, tmp_path, monkeypatch):
+    """The atomic writers honour a requested interrupt even when the KeyboardInterrupt never came up: an export
+    whose parity pass 'swallowed' Ctrl-C stops before the directory is moved into place."""
+    from layerpick.export import job
+
+    collect = job.collect
+
+    def swallowing(*args, **kwargs):
+        interrupt.request()  # the SIGINT handler ran; some library caught the KeyboardInterrupt and carried on
+        return collect(*args, **kwargs)
+
+    monkeypatch.setattr(job, "collect", swallowing)
+    interrupt.reset()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            job.export_model(str(tiny_dirs("llama")), 2, tmp_path / "out", ExportConfig(progress=False))
+    finally:
+        interrupt.reset()
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- run resumes
+
+BENCH = BenchConfig(batch_sizes=(1,), texts=4, repeats=1, memory=False)
+STAGES = ("select", "validate", "export", "bench")
+
+
+def _raise_once(monkeypatch, target, name: str) -> None:
+    original = getattr(target, name)
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, interrupted)
+
+
+def _points():
+    from layerpick.export import job as export_job
+    from layerpick.selection import job as select_job
+    from layerpick.selection import report as select_report
+    from layerpick.validation import run as validation_run
+    from layerpick.workflow import run as workflow
+
+    return {  # where the interrupt lands -> (module, function), and the stages finished before it
+        "select-scoring": ((select_job, "score_layers"), ()),
+        "select-writing-report": ((select_report, "plot_metrics"), ()),
+        "select-recorded": ((workflow.Ledger, "record"), ()),
+        "validate": ((validation_run, "_evaluate"), ("select",)),
+        "export-parity": ((export_job, "check_parity"), ("select", "validate")),
+        "bench": ((workflow, "run_bench"), ("select", "validate", "export")),
+        "model-card": ((workflow, "annotate_export"), STAGES),
+    }
+
+
+@pytest.mark.parametrize("point", list(_points()))
+def test_an_interrupted_run_resumes(point, tiny_dirs, tmp_path, monkeypatch):
+    (target, name), finished = _points()[point]
+    task = sts_folder(tmp_path)
+    config = RunConfig(tasks=(str(task),), layers="last", select=SelectConfig(limit=12, metrics="dime"), bench=BENCH)
+    out = tmp_path / "out"
+    model = str(tiny_dirs("llama"))
+    with monkeypatch.context() as patch:
+        _raise_once(patch, target, name)
+        with pytest.raises(KeyboardInterrupt):
+            run_workflow(model, out, config=config, progress=False)
+    if out.exists():
+        assert (out / LEDGER).is_file(), f"{point}: a folder without run.json would be refused by the next run"
+        recorded = json.loads((out / LEDGER).read_text())["stages"]
+        assert set(recorded) == set(finished), recorded
+        assert not [p.name for p in out.rglob("*") if ".partial-" in p.name]
+    else:
+        assert not finished
+    again = run_workflow(model, out, config=config, progress=False)
+    assert set(again.stages) == set(STAGES)
+    assert {stage for stage in STAGES if again.stages[stage]["reused"]} == set(finished)
+    assert again.export["parity"]["passed"] and (out / "bench.json").is_file()
