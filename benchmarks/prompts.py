@@ -132,21 +132,30 @@ def mean_over_tasks(scores: dict[str, list[float]]) -> list[float]:
     return [float(np.mean(values)) for values in zip(*scores.values())]
 
 
-def measure_model(alias: str, tasks: dict[str, list[dict]]) -> dict:
+def measure_model(alias: str, tasks: dict[str, list[dict]], partial: Path) -> dict:
+    """Every measurement of one model; each step is saved to `partial` as it finishes, so an interrupted run
+    continues where it stopped."""
     loaded = load_model(alias)
     texts = sorted({s for rows in tasks.values() for r in rows for s in (r["sentence1"], r["sentence2"])})
     index = {t: i for i, t in enumerate(texts)}
-    record = {"model": alias, "num_layers": loaded.num_layers, "family": loaded.family.name, "texts": len(texts),
-              "pairs": {name: len(rows) for name, rows in tasks.items()}, "sts": {}, "cost": {}, "select": {}}
+    record = json.loads(partial.read_text()) if partial.is_file() else {
+        "model": alias, "num_layers": loaded.num_layers, "family": loaded.family.name, "texts": len(texts),
+        "pairs": {name: len(rows) for name, rows in tasks.items()}, "sts": {}, "cost": {}, "select": {}}
+
+    def save() -> None:
+        partial.write_text(json.dumps(record))
+
     for name in TEMPLATES:
-        prompt = parse_prompt(name)
-        pooled, seconds, tokens = embed_both(loaded, texts, prompt)
+        if f"{name}/mean" in record["sts"]:
+            continue
+        pooled, seconds, tokens = embed_both(loaded, texts, parse_prompt(name))
         record["cost"][name] = {"tokens": tokens}
         for pooling, states in pooled.items():
             by_task = sts_by_layer(states, index, tasks)
             record["sts"][f"{name}/{pooling}"] = {"tasks": by_task, "mean": mean_over_tasks(by_task)}
+        save()
         print(f"{alias} {name}: {seconds:.1f}s, {tokens} tokens", flush=True)
-    if loaded.family.name not in ("bert", "roberta"):
+    if loaded.family.name not in ("bert", "roberta") and "eol-string/lasttoken" not in record["sts"]:
         prompt = parse_prompt("eol")
         config = CollectConfig(pooling="lasttoken", batch_size=BATCH, progress=False, prompt=PLAIN)
         wrapped = collect(loaded, [prompt.wrap(t) for t in texts], config).pooled
@@ -155,15 +164,23 @@ def measure_model(alias: str, tasks: dict[str, list[dict]]) -> dict:
                                      "sentence2": prompt.wrap(r["sentence2"])} for r in rows]
                                 for n, rows in tasks.items()})
         record["sts"]["eol-string/lasttoken"] = {"tasks": by_task, "mean": mean_over_tasks(by_task)}
-    for name, seconds in timed_passes(loaded, texts[:TIMING_TEXTS]).items():
-        record["cost"][name]["seconds"] = seconds
-        record["cost"][name]["timed_texts"] = min(TIMING_TEXTS, len(texts))
+        save()
+        print(f"{alias} eol as one string: done", flush=True)
+    if "seconds" not in record["cost"]["none"]:
+        for name, seconds in timed_passes(loaded, texts[:TIMING_TEXTS]).items():
+            record["cost"][name]["seconds"] = seconds
+            record["cost"][name]["timed_texts"] = min(TIMING_TEXTS, len(texts))
+        record["cost"]["load_average_after_timing"] = Path("/proc/loadavg").read_text().split()[:3]
+        save()
+        print(f"{alias}: timed", flush=True)
     calibration = load_calibration(limit=CALIBRATION).texts
     for name in TEMPLATES:
-        prompt = parse_prompt(name)
-        config = CollectConfig(batch_size=BATCH, progress=False, prompt=prompt)
+        if name in record["select"]:
+            continue
+        config = CollectConfig(batch_size=BATCH, progress=False, prompt=parse_prompt(name))
         result = score_layers(loaded, calibration, parse_metrics(METRICS), config, ScoringConfig(views=VIEWS))
         record["select"][name] = {"pooling": result.pooling, "scores": result.scores}
+        save()
         print(f"{alias} {name}: scored ({result.pooling})", flush=True)
     return record
 
@@ -196,7 +213,8 @@ def default_key(name: str, family_default: str = "mean") -> str:
 
 
 def best(values: list[float]) -> tuple[int, float]:
-    k = max(range(1, len(values)), key=lambda i: values[i])
+    """The best layer 1..L and its score (a layer whose score is undefined, NaN, never wins)."""
+    k = max(range(1, len(values)), key=lambda i: values[i] if np.isfinite(values[i]) else -np.inf)
     return k, values[k]
 
 
@@ -270,6 +288,9 @@ def cost_table(records: list[dict]) -> list[str]:
              "| model | template | tokens | x plain | seconds | x plain |", "|---|---|---|---|---|---|"]
     for record in records:
         base = record["cost"]["none"]
+        load = record["cost"].get("load_average_after_timing")
+        if load:
+            lines.append(f"| {record['model']} | (load average after timing: {' '.join(load)}) | | | | |")
         for name in TEMPLATES:
             cost = record["cost"][name]
             lines.append(f"| {record['model']} | {name} | {cost['tokens']} | {cost['tokens'] / base['tokens']:.2f} "
@@ -316,7 +337,7 @@ def main() -> None:
     for alias in args.models.split(","):
         path = args.work / f"{alias}-{args.pairs}.json"
         if not path.is_file():
-            path.write_text(json.dumps(measure_model(alias, tasks)))
+            path.write_text(json.dumps(measure_model(alias, tasks, args.work / f"{alias}-{args.pairs}.partial.json")))
         records.append(json.loads(path.read_text()))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     load = f"{' '.join(load_before)} / {' '.join(load_after)}"

@@ -24,7 +24,7 @@ from layerpick.core import surgery
 from layerpick.core.models import LoadedModel
 from layerpick.core.pooling import check_pooling, pool
 from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
-from layerpick.core.prompts import PLAIN, Prompt, default_pooling
+from layerpick.core.prompts import PLAIN, Prompt, as_prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError, NonFiniteStatesError
 from layerpick.metrics.token_observers import TokenObserver
 
@@ -40,7 +40,7 @@ class CollectConfig:
     batch_size: int = 16
     max_length: int = 512
     progress: bool = True
-    prompt: Prompt = PLAIN  # the template each text is wrapped in (plain text by default)
+    prompt: Prompt | str | None = PLAIN  # the template each text is wrapped in (a Prompt, name or template)
 
     def check(self) -> "CollectConfig":
         """One-line errors for a bad pooling, representation, batch size or length, before any model loads."""
@@ -82,6 +82,7 @@ def collect(
     observers: Sequence[TokenObserver] = (),
 ) -> LayerStates:
     """Run the model once over `texts` and pool every layer; observers see the token states on the way."""
+    config = dataclasses.replace(config, prompt=as_prompt(config.prompt))  # a name or template string works too
     pooling = check_pooling(config.pooling or default_pooling(loaded.default_pooling, config.prompt))
     _check_config(config, texts)
     config = _within_position_limit(config, loaded)

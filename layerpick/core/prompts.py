@@ -87,6 +87,11 @@ def parse_prompt(value: str | None) -> Prompt:
     return Prompt(_builtin_name_of(value) or "custom", value)
 
 
+def as_prompt(value: "Prompt | str | None") -> Prompt:
+    """A Prompt from a Prompt, a template or name, or None (plain text)."""
+    return value if isinstance(value, Prompt) else parse_prompt(value)
+
+
 def parse_prompts(value: str | None) -> tuple[Prompt, ...]:
     """Several templates for select/validate/run: a literal template (alone), or comma-separated names such as
     `none,eol,sum`. Duplicates are an error, so every (template, layer) pair is scored once."""
@@ -125,6 +130,9 @@ def describe_builtins() -> str:
 
 def _builtin(name: str) -> Prompt:
     key = name.lower()
+    if "," in key and all(part.strip() in (NONE, *BUILTIN_TEMPLATES) for part in key.split(",")):
+        raise PromptError(f"unknown prompt {name!r}: give one template here (select, validate and run take "
+                          "several, comma-separated)")
     if key not in BUILTIN_TEMPLATES:
         raise PromptError(f"unknown prompt {name!r}: give a template with {PLACEHOLDER}, or one of {_choices()}")
     return Prompt(key, BUILTIN_TEMPLATES[key])

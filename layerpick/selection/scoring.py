@@ -17,7 +17,7 @@ import torch
 from layerpick._util.progress import progress_bar
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadedModel
-from layerpick.core.prompts import default_pooling
+from layerpick.core.prompts import as_prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError
 from layerpick.metrics import MetricSpec
 from layerpick.selection.views import make_views
@@ -83,7 +83,7 @@ def score_layers(
     clock = {"forward_s": 0.0, "metrics_s": 0.0}
     scores: dict[str, list[float | None]] = {}
     skipped: dict[str, int] = {}
-    pooling = collect_config.pooling or default_pooling(loaded.default_pooling, collect_config.prompt)
+    pooling = collect_config.pooling or default_pooling(loaded.default_pooling, as_prompt(collect_config.prompt))
     by_input = {kind: [m for m in metrics if m.input == kind] for kind in ("tokens", "pooled", "views")}
     if by_input["tokens"] or by_input["pooled"]:
         pooling = _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped)

@@ -178,3 +178,15 @@ def test_edge_differences_are_measured():
     wrapped = [tokenizer(prompt.wrap(t))["input_ids"] for t in ["the quick brown fox", "numbers like 42"]]
     ours = [prompted(t)["input_ids"] for t in ["the quick brown fox", "numbers like 42"]]
     assert differ == [a != b for a, b in zip(ours, wrapped)]
+
+
+def test_collect_takes_a_name_or_template_string():
+    from tests.testkit.tiny import make_loaded
+
+    from layerpick.core.collect import CollectConfig, collect
+
+    loaded = make_loaded("llama")
+    by_name = collect(loaded, TEXTS[:2], CollectConfig(progress=False, prompt="eol"))
+    by_prompt = collect(loaded, TEXTS[:2], CollectConfig(progress=False, prompt=parse_prompt(EOL)))
+    assert by_name.prompt == parse_prompt("eol") and by_name.pooling == "lasttoken"
+    assert (by_name.pooled == by_prompt.pooled).all()

@@ -423,13 +423,18 @@ def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
         "report": [str(source), "--report", str(report), "--output", str(tmp_path / "o2")],
         "exists": [str(source), "--layer", "2", "--output", str(existing)],
         "family": [str(unknown_family_dir), "--layer", "1", "--output", str(tmp_path / "o4")],
+        "template": [str(source), "--layer", "2", "--prompt", "eol,sum", "--output", str(tmp_path / "o5")],
+        "placeholder": [str(source), "--layer", "2", "--prompt", "{text} {text}", "--output", str(tmp_path / "o6")],
+        "room": [str(source), "--layer", "2", "--prompt", "eol", "--max-seq-length", "8", "--output",
+                 str(tmp_path / "o7")],
     }
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     env.pop("LAYERPICK_DEBUG", None)
     runs = {name: subprocess.Popen([str(ENTRY_POINT), "export", *args], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env=env) for name, args in cases.items()}
     expected = {"range": "out of range", "report": "is for model", "exists": "already exists",
-                "family": "unsupported architecture"}
+                "family": "unsupported architecture", "template": "unknown prompt 'eol,sum'",
+                "placeholder": "exactly one {text}", "room": "no room for text"}
     for name, run in runs.items():
         _, stderr = run.communicate(timeout=120)
         assert run.returncode == 1, (name, stderr)

@@ -184,3 +184,19 @@ def test_prompt_from_the_environment(tiny_dirs, tmp_path, monkeypatch):
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "report.json").read_text())["prompt"]["name"] == "eol"
+
+
+def test_views_wrap_the_augmented_text_not_the_template(tiny_dirs, tmp_path, monkeypatch):
+    import layerpick.selection.scoring as scoring
+    from layerpick.core.prompts import parse_prompt
+
+    calls = []
+    real = scoring.collect
+    monkeypatch.setattr(scoring, "collect", lambda loaded, texts, config, *a: calls.append((list(texts), config.prompt))
+                        or real(loaded, texts, config, *a))
+    config = SelectConfig(calibration=calibration_file(tmp_path), metrics="infonce", rule="min-infonce",
+                          collect=QUIET, scoring=ScoringConfig(views=2), prompt="eol")
+    run_select(str(tiny_dirs("llama")), config=config)
+    ((views, prompt),) = calls
+    assert prompt == parse_prompt("eol") and len(views) == 48
+    assert not any("This sentence" in view for view in views)  # the template is added by the tokenizer

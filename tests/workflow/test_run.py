@@ -210,10 +210,10 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
 
     task = sts_folder(tmp_path)
     config = config_for(task, layers="selected", bench=None,
-                        select=SelectConfig(limit=24, metrics="infonce", prompt="none,eol"))
+                        select=SelectConfig(limit=24, metrics="infonce", prompt="eol,sum"))
     result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     select, chosen = result.select, result.select.prompt
-    assert set(select.by_prompt) == {"none", "eol"}
+    assert set(select.by_prompt) == {"eol", "sum"}
     assert list(result.validation["by_prompt"])[0] == chosen["name"]  # the chosen template leads
     shipped = result.export["prompt"] or {"template": None}  # an export of plain text records no template
     assert result.validation["prompt"] == chosen and shipped["template"] == chosen["template"]
@@ -224,4 +224,4 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     full = collect(load_model(str(tiny_dirs("llama"))), texts, config).layer(select.selected_layer)
     assert (exported - full).abs().max().item() < 1e-4
     text = write_run_report(result)[0].read_text()
-    assert "Mean main score by prompt template" in text and "--prompt none,eol" in "\n".join(reproduce_commands(result))
+    assert "Mean main score by prompt template" in text and "--prompt eol,sum" in "\n".join(reproduce_commands(result))
