@@ -66,15 +66,15 @@ def sts_scores(encoder, tasks, batch_size: int = 32) -> dict[str, float]:
 
 def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
     """The export with its float ONNX graph, and its int8 graph made by the export's own int8 step
-    (`onnx_step`): when that step refuses the graph (cosine to the float graph below 0.99 on the parity texts),
+    (`layerpick.export.onnx.step`): when that step refuses the graph (cosine to the float graph below 0.99 on the parity texts),
     `export --quantize int8` would write nothing, so the graph is quantised here the same way and marked
     refused, to show what it would cost."""
     from layerpick.core.calibration import load_calibration
-    from layerpick.export import onnx_graph, onnx_step
+    from layerpick.export.onnx import graph as onnx_graph, step as onnx_step
     from layerpick.export.config import ExportConfig
     from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
     from layerpick.export.load import read_metadata
-    from layerpick.export.onnx_encoder import OnnxEncoder
+    from layerpick.export.onnx.encoder import OnnxEncoder
 
     out = work / f"{model}-k{layer}"
     facts_file = work / f"{model}-k{layer}.int8.json"

@@ -13,6 +13,12 @@ speed-up, and whether one is within 0.005 of min-infonce's regret while picking 
     python benchmarks/frontier_evidence.py --models smollm2-135m,gemma3-270m,minilm-l6 --data ../shared/data \
         --max-rows 300 --limit 256 --max-length 128 --output benchmarks/results/frontier.md
 
+The validation half is the same protocol as benchmarks/rule_evidence.py (same task folders, subsampling,
+length, every layer), whose committed result prints each model's mean score by layer. `--validation-from
+benchmarks/results/rule_evidence.md` takes those means instead of validating again (hours on 2 cores); the
+models named in `--revalidate` are validated anyway and the largest difference from the committed means is
+reported, which checks that the code has not changed the scores since.
+
 A tiny check that the script works (minutes, not hours; its numbers mean nothing):
 
     python benchmarks/frontier_evidence.py --models minilm-l6 --tasks STSBenchmark,BIOSSES --max-rows 20 \
@@ -22,6 +28,7 @@ A tiny check that the script works (minutes, not hours; its numbers mean nothing
 from __future__ import annotations
 
 import argparse
+import re
 import json
 import os
 import platform
@@ -50,12 +57,29 @@ BATCHES = (1, 32)
 
 
 def evaluate(model: str, folders: list[str], work: Path, args) -> dict:
-    """Select and validate every layer of `model`; the JSON forms of both."""
+    """Select and validate every layer of `model` (or take the validated means from `--validation-from`)."""
     config = SelectConfig(limit=args.limit, collect=CollectConfig(max_length=args.max_length, progress=False))
     select = run_select(model, config=config)
+    committed = committed_means(args.validation_from, model) if args.validation_from else None
+    if committed is not None and model not in args.revalidate.split(","):
+        return {"select": select.to_json(), "validation": {"mean_by_layer": committed,
+                                                           "source": str(args.validation_from)}}
     validation = run_validation(model, folders, ValidateConfig(layers="all", output_dir=work / _slug(model),
-                                                               max_length=args.max_length, progress=True))
-    return {"select": select.to_json(), "validation": validation.data}
+                                                               max_length=args.max_length, progress=True)).data
+    if committed is not None:
+        validation["committed_max_abs_diff"] = max(abs(round(a, 4) - b)
+                                                   for a, b in zip(validation["mean_by_layer"], committed))
+    return {"select": select.to_json(), "validation": validation}
+
+
+def committed_means(path: Path, model: str) -> list[float] | None:
+    """The mean score by layer that rule_evidence.md printed for `model` (4 decimals), or None."""
+    section = re.search(rf"^## {re.escape(model)} \(.*?^Mean main score over the tasks, by layer: ([^\n]*)$",
+                        path.read_text(), re.M | re.S)
+    if section is None:
+        return None
+    pairs = [item.split(": ") for item in section.group(1).split(", ")]
+    return [float(value) for _, value in sorted(pairs, key=lambda pair: int(pair[0]))]
 
 
 def picks(select: dict, means: list[float | None]) -> dict[str, int]:
@@ -96,7 +120,8 @@ def model_section(model: str, entry: dict) -> list[str]:
     on = frontier(means, speedup, range(1, num + 1))
     best = choose_validated(means, range(num + 1))
     lines = [f"## {model} ({num} layers; {'; '.join(select['notes']) or 'float weights'})", "",
-             f"Best layer {best.layer} ({best.best_score:.4f}); last layer {num} ({means[num]:.4f}).", "",
+             f"Best layer {best.layer} ({best.best_score:.4f}); last layer {num} ({means[num]:.4f}). "
+             f"{provenance(validation)}", "",
              "Frontier (no other layer has both a higher validated mean score and a higher ideal speed-up):", "",
              "| layer | mean score | loss vs best | ideal speed-up | params kept |", "|---|---|---|---|---|"]
     for k in on:
@@ -110,6 +135,15 @@ def model_section(model: str, entry: dict) -> list[str]:
         lines.append(f"| `{name}` | {k} | {means[k]:.4f} | {best.best_score - means[k]:.4f} | {speedup[k]:.2f}x | "
                      f"{cells[0]} | {cells[1]} |")
     return lines + [""]
+
+
+def provenance(validation: dict) -> str:
+    if "source" in validation:
+        return f"Validated means: reused from `{validation['source']}` (the same protocol)."
+    if "committed_max_abs_diff" in validation:
+        return ("Validated again in this run; largest difference from the means committed in the rule evidence: "
+                f"{validation['committed_max_abs_diff']:.4f}.")
+    return "Validated in this run."
 
 
 def summary(results: dict) -> list[str]:
@@ -141,7 +175,9 @@ def render(results: dict, args) -> str:
     lines = ["# The quality-speed frontier, and what each way of choosing gets on it", "",
              f"Command: `python benchmarks/frontier_evidence.py --models {args.models} --data {args.data} "
              f"--max-rows {args.max_rows} --limit {args.limit} --max-length {args.max_length} --tasks {args.tasks} "
-             f"--bench-texts {args.bench_texts} --bench-repeats {args.bench_repeats}`", "",
+             f"--bench-texts {args.bench_texts} --bench-repeats {args.bench_repeats}"
+             + (f" --validation-from {args.validation_from} --revalidate {args.revalidate}" if args.validation_from
+                else "") + "`", "",
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at the end "
              f"{' '.join(Path('/proc/loadavg').read_text().split()[:3]) if Path('/proc/loadavg').exists() else 'n/a'}.",
@@ -170,6 +206,8 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task folder names")
     parser.add_argument("--bench-texts", type=int, default=64)
     parser.add_argument("--bench-repeats", type=int, default=3)
+    parser.add_argument("--validation-from", type=Path, help="rule_evidence.md whose mean score by layer to reuse")
+    parser.add_argument("--revalidate", default="", help="models validated anyway, compared with the reused means")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)

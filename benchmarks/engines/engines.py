@@ -51,7 +51,7 @@ def export(work: Path) -> None:
 
     from layerpick.export.config import ExportConfig
     from layerpick.export.job import export_model
-    from layerpick.export.onnx_step import OnnxParityError
+    from layerpick.export.onnx.step import OnnxParityError
 
     work.mkdir(parents=True, exist_ok=True)
     (work / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False))

@@ -1,4 +1,5 @@
-"""The one check of an output location, made before any work: can layerpick write there at all?
+"""The checks of an output location, made before any work: can layerpick write there, and may it replace
+what is there?
 
 A command that loads a model for a minute and then finds its output folder read-only wastes that minute and
 reports a temporary staging path the user never named. `check_output_location` looks at the path the user
@@ -6,6 +7,11 @@ gave (or the default), before anything is loaded: an existing path must be the r
 the folder that will hold it must be reachable through folders (not through a file), and writing there must
 really work; a probe file is created and removed, which also catches read-only file systems and full disks
 that permission bits do not show (and is right for root, who ignores permission bits).
+
+`check_replaceable` is the one policy for an output folder that already exists, shared by export, compare and
+run: a file or a symbolic link is never replaced; an empty folder is used; a folder that holds anything layerpick
+did not make is never touched, `--overwrite` or not; one that holds an earlier output of the same command is
+replaced only with `--overwrite` (run resumes it instead, so it passes `overwrite=True`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import errno
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from layerpick.errors import LayerpickError
 
@@ -28,6 +35,31 @@ REASONS = {
 
 class OutputLocationError(LayerpickError):
     """An output path layerpick cannot write: read-only, not permitted, or in the way of a file."""
+
+
+class OutputExistsError(LayerpickError):
+    """An output folder that already holds something layerpick may not replace (or not without --overwrite)."""
+
+
+def check_replaceable(path: Path, *, overwrite: bool, owned: Callable[[Path], bool], what: str,
+                      option: str = "--output") -> None:
+    """Raise OutputExistsError unless the folder `path` may be written: missing, empty, or (with `overwrite`)
+    holding an earlier layerpick `what` (`owned(path)` says so)."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    label = f"{option} {path}"
+    if path.is_symlink():
+        raise OutputExistsError(f"{label} is a symbolic link; give the directory itself")
+    if not path.is_dir():
+        raise OutputExistsError(f"{label} exists and is not a directory; refusing to replace it")
+    if not any(path.iterdir()):
+        return
+    if not owned(path):
+        raise OutputExistsError(f"{label} is not empty and holds no earlier layerpick {what}; refusing to replace "
+                                "it (choose a new or empty directory)")
+    if not overwrite:
+        raise OutputExistsError(f"{label} already holds a layerpick {what} (pass --overwrite to replace it)")
 
 
 def check_output_location(path: Path, option: str | None = "--output", *, is_file: bool = False) -> None:

@@ -17,20 +17,18 @@ from rich.progress import (
 )
 
 
+def stderr_progress() -> Progress:
+    """A rich display on stderr with layerpick's columns: description, bar, done/total, elapsed, remaining."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=Console(file=sys.stderr), transient=False)
+
+
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator:
     """Yield an `advance(n=1)` callable; draws a rich bar on stderr when enabled."""
     if not enabled:
         yield lambda n=1: None
         return
-    console = Console(file=sys.stderr)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=False) as bar:
+    with stderr_progress() as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
-from layerpick.export.load import backend_problem
+from layerpick.export.load import runtime_problem
 
 
 class BenchError(LayerpickError):
@@ -36,10 +35,7 @@ class BenchConfig:
             raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
         if self.texts < 1 or self.repeats < 1:
             raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
-        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
+        problem = runtime_problem(self.backend, self.device, self.threads)
         if problem:
             raise BenchError(problem)
-        from layerpick.core.models import resolve_device
-
-        resolve_device(self.device)  # an unknown or missing device, before any model loads
         return self

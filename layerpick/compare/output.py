@@ -15,16 +15,12 @@ from pathlib import Path
 from typing import Iterator
 
 from layerpick._util.atomic import commit_files, publish, staging_directory
-from layerpick.compare.read import CompareError
+from layerpick._util.outputs import OutputExistsError, check_replaceable
 
 JSON_NAME = "compare.json"
 MARKDOWN_NAME = "compare.md"
 MEAN_PLOT = "mean-task-score.png"
 _OUTPUT_FILE = re.compile(r"^(compare\.json|compare\.md|mean-task-score\.png|metric-[A-Za-z0-9._-]+\.png)$")
-
-
-class OutputExistsError(CompareError):
-    """An output folder that already holds files."""
 
 
 def plot_name(metric: str) -> str:
@@ -33,22 +29,11 @@ def plot_name(metric: str) -> str:
 
 def check_output(output: Path, overwrite: bool) -> None:
     """Refuse a non-empty output without `overwrite`, and with it anything but a previous compare output."""
-    output = Path(output)
-    if not output.exists() and not output.is_symlink():
-        return
-    if output.is_symlink():
-        raise OutputExistsError(f"output {output} is a symbolic link; give the directory itself")
-    if not output.is_dir():
-        raise OutputExistsError(f"output {output} exists and is not a directory")
-    present = sorted(p.name for p in output.iterdir())
-    if not present:
-        return
-    if not overwrite:
-        raise OutputExistsError(f"output {output} is not empty; pass --overwrite to replace it")
-    foreign = [name for name in present if not _OUTPUT_FILE.match(name) or not (output / name).is_file()]
-    if foreign:
-        raise OutputExistsError(f"output {output} holds files that are not a compare output ({', '.join(foreign[:3])}"
-                                f"{', ...' if len(foreign) > 3 else ''}); refusing to replace it")
+    check_replaceable(output, overwrite=overwrite, owned=_holds_only_compare_files, what="comparison")
+
+
+def _holds_only_compare_files(folder: Path) -> bool:
+    return all(_OUTPUT_FILE.match(path.name) and path.is_file() for path in folder.iterdir())
 
 
 @contextmanager

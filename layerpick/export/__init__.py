@@ -2,8 +2,7 @@
 
 `job` plans, cuts, saves and parity-checks; `st_layout` writes the legacy-compatible files every reader
 accepts; `model_card` the documents beside the weights (layerpick.json, README.md); `load` reads an export back
-(with torch, or its ONNX graph). `onnx_graph` traces and quantises the ONNX graph, `onnx_step` writes and checks
-it inside an export, `onnx_encoder` runs it with onnxruntime.
+(with torch, or its ONNX graph). `onnx` (a package) traces, writes, checks and runs the ONNX graph.
 """
 
 from layerpick.export.config import ExportConfig

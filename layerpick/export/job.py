@@ -32,7 +32,8 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.export import model_card, onnx_step, prompted, st_layout
+from layerpick.export import model_card, prompted, st_layout
+from layerpick.export.onnx import step as onnx_step
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
 
@@ -109,7 +110,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
     source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
     report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
-    (`config.quantize` "int8": and its int8 copy), checked in `onnx_step`."""
+    (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt)
     with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)

@@ -3,7 +3,7 @@
 Owns: loading a directory as a `SentenceTransformer` with a one-line error when it is not one, reading the
 `layerpick.json` that `layerpick export` writes beside the model, the embedding size, whether the model
 L2-normalises its output, and choosing the backend that runs it (`load_encoder`: torch through
-sentence-transformers, or the export's ONNX graph, float or int8, through `onnx_encoder.OnnxEncoder`).
+sentence-transformers, or the export's ONNX graph, float or int8, through `onnx.encoder.OnnxEncoder`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from layerpick._util.filenames import METADATA_FILE
+from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,17 @@ def backend_problem(backend: str, device: str = "cpu") -> str | None:
     return None
 
 
+def runtime_problem(backend: str, device: str, threads: int | None) -> str | None:
+    """Why an export cannot run with these settings (bench and serve check them before any model loads), or
+    None; an unknown or missing device raises its own error here."""
+    problem = backend_problem(backend, device) or check_threads(threads)
+    if problem is None:
+        from layerpick.core.models import resolve_device
+
+        resolve_device(device)
+    return problem
+
+
 def check_backend(backend: str, device: str = "cpu") -> str:
     """`backend`, or a one-line error for an unknown one or an ONNX backend on another device than the CPU."""
     problem = backend_problem(backend, device)
@@ -42,8 +54,8 @@ def load_encoder(directory: str | Path, device: str = "cpu", backend: str = "tor
     `encode` interface."""
     if check_backend(backend, device) == "torch":
         return load_sentence_transformer(directory, device)
-    from layerpick.export.onnx_encoder import OnnxEncoder
-    from layerpick.export.onnx_graph import FLOAT_FILE, INT8_FILE
+    from layerpick.export.onnx.encoder import OnnxEncoder
+    from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE
 
     path = Path(directory).expanduser()
     if not (path / "modules.json").is_file():

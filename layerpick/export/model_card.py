@@ -53,7 +53,7 @@ class ExportFacts:
     device: str | None = None  # where the reference (layer K of the full model) was computed
     pipeline: dict[str, Any] | None = None  # the source's sentence-transformers steps carried over
     dtype: str = "float32"
-    onnx: dict[str, Any] | None = None  # onnx_step's section: graph file, size, parity, int8
+    onnx: dict[str, Any] | None = None  # onnx.step's section: graph file, size, parity, int8
     prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
 
 

@@ -22,14 +22,11 @@ from torch import nn
 
 from layerpick._util import atomic
 from layerpick._util.filenames import METADATA_FILE
+from layerpick._util.outputs import OutputExistsError, check_replaceable
 from layerpick.core.st_source import Pipeline
 from layerpick.errors import LayerpickError
 
 logger = logging.getLogger(__name__)
-
-
-class OutputExistsError(LayerpickError):
-    """An output path that exists and may not (or cannot safely) be replaced."""
 
 
 # layerpick pooling name -> the legacy boolean key that turns it on in 1_Pooling/config.json
@@ -264,16 +261,9 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def check_output(output: Path, overwrite: bool) -> None:
-    """Refuse an existing output unless `overwrite`; never replace a file or a foreign non-empty directory."""
-    if not output.exists() and not output.is_symlink():
-        return
-    if not overwrite:
-        raise OutputExistsError(f"output {output} already exists (pass --overwrite to replace it)")
-    if not output.is_dir() or output.is_symlink():
-        raise OutputExistsError(f"output {output} exists and is not a directory; refusing to replace it")
-    if any(output.iterdir()) and not (output / METADATA_FILE).is_file():
-        raise OutputExistsError(f"output {output} is a non-empty directory that is not a layerpick export; "
-                                "refusing to replace it")
+    """Refuse an existing output unless it is empty or (with `overwrite`) an earlier export."""
+    check_replaceable(output, overwrite=overwrite, owned=lambda path: (path / METADATA_FILE).is_file(),
+                      what="export")
 
 
 @contextmanager

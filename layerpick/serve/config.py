@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError
-from layerpick.export.load import backend_problem
+from layerpick.export.load import runtime_problem
 
 
 class ServeError(LayerpickError):
@@ -42,12 +41,9 @@ class ServeConfig:
                 raise ServeError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_wait_ms < 0:
             raise ServeError(f"--max-wait-ms must not be negative (got {self.max_wait_ms})")
-        problem = backend_problem(self.backend, self.device) or check_threads(self.threads)
+        problem = runtime_problem(self.backend, self.device, self.threads)
         if problem:
             raise ServeError(problem)
-        from layerpick.core.models import resolve_device
-
-        resolve_device(self.device)  # an unknown or missing device, before the model loads
         return self
 
     @property

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
+
+from layerpick._util.progress import stderr_progress
 
 
 class ValidationBars:
@@ -28,10 +21,7 @@ class ValidationBars:
 
     def __enter__(self) -> "ValidationBars":
         if self.enabled:
-            self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), console=Console(file=sys.stderr), transient=False,
-            )
+            self._progress = stderr_progress()
             self._progress.start()
             self._tasks_row = self._progress.add_task("tasks", total=self.total_tasks)
         return self

@@ -33,7 +33,7 @@ from layerpick._util.filenames import (
     RUN_FILE,
     VALIDATION_FILE,
 )
-from layerpick._util.outputs import check_output_location
+from layerpick._util.outputs import check_output_location, check_replaceable
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
@@ -299,9 +299,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
 
 def _check_output(output: Path) -> None:
     check_output_location(output, "--output")
-    if output.is_dir() and any(output.iterdir()) and not (output / LEDGER).is_file():
-        raise LayerpickError(f"--output {output} is not empty and holds no earlier `layerpick run`; "
-                             "choose a new or empty directory")
+    check_replaceable(output, overwrite=True, owned=lambda path: (path / LEDGER).is_file(), what="run")  # resumed
     output.mkdir(parents=True, exist_ok=True)
 
 

@@ -99,7 +99,7 @@ CASES: dict[str, list[tuple]] = {
          ["--max-seq-length must be at least 1"]),
         ("report-missing", "export {random} --report {ws}/none.json --output {ws}/cut", USER, ["report not found"]),
         ("report-other-model", "export {random} --report {report} --output {ws}/cut", USER, ["is for model"]),
-        ("output-exists", "export {random} --layer 2 --output {foreign}", USER, ["already exists"]),
+        ("output-exists", "export {random} --layer 2 --output {foreign}", USER, ["holds no earlier layerpick export"]),
         ("output-unwritable", "export {random} --layer 2 --output " + RO + "/cut", USER,
          [f"cannot write --output {RO}/cut"]),
     ],
@@ -125,7 +125,7 @@ CASES: dict[str, list[tuple]] = {
         ("bench-batch-sizes", "run {random} --bench-batch-sizes 0 --output {ws}/r", USAGE, ["batch sizes"]),
         ("bench-texts-0", "run {random} --bench-texts 0 --output {ws}/r", USER, ["--texts and --repeats"]),
         ("output-unwritable", "run {random} --output " + RO + "/r", USER, [f"cannot write --output {RO}/r"]),
-        ("output-foreign", "run {random} --output {foreign}", USER, ["holds no earlier `layerpick run`"]),
+        ("output-foreign", "run {random} --output {foreign}", USER, ["holds no earlier layerpick run"]),
         ("output-is-a-file", "run {random} --output {file}", USER, ["exists and is not a directory"]),
     ],
     "bench": [

@@ -210,7 +210,7 @@ def test_existing_output(three_models, tmp_path):
                                                                ["table"]) == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     # a folder holding anything else is never replaced, even with --overwrite
-    with pytest.raises(OutputExistsError, match="not a compare output"):
+    with pytest.raises(OutputExistsError, match="holds no earlier layerpick comparison"):
         compare_reports([three_models[2]], three_models[0], overwrite=True)
     assert (three_models[0] / "report.json").exists()
     (tmp_path / "empty").mkdir()
@@ -292,7 +292,7 @@ def test_cli_table_and_json(three_models, tmp_path, capsys, monkeypatch):
 def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
     out = write(tmp_path / "cmp" / "keep.txt", "mine").parent
     result = run_cli(three_models[2], "--output", out)
-    assert_one_line_error(result.returncode, result.stderr, "pass --overwrite")
+    assert_one_line_error(result.returncode, result.stderr, "holds no earlier layerpick comparison")
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
@@ -300,7 +300,7 @@ def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
     ("missing", "report not found"),
     ("bad-json", "not valid JSON"),
     ("not-report", "missing"),
-    ("overwrite-foreign", "not a compare output"),
+    ("overwrite-foreign", "holds no earlier layerpick comparison"),
 ])
 def test_cli_user_errors(three_models, tmp_path, capsys, monkeypatch, case, message):
     out, extra = tmp_path / "cmp", []

@@ -288,7 +288,7 @@ def test_raw_representation(tiny_dir, tmp_path):
 def test_existing_output_needs_overwrite(tiny_dir, tmp_path):
     source, out = tiny_dir("llama"), tmp_path / "out"
     export_model(str(source), 1, out, ExportConfig(progress=False))
-    with pytest.raises(OutputExistsError, match="already exists"):
+    with pytest.raises(OutputExistsError, match="already holds a layerpick export"):
         export_model(str(source), 2, out, ExportConfig(progress=False))
     assert json.loads((out / "layerpick.json").read_text())["layer"] == 1
     export_model(str(source), 2, out, ExportConfig(overwrite=True, progress=False))
@@ -300,7 +300,7 @@ def test_overwrite_refuses_a_foreign_directory(tiny_dir, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
-    with pytest.raises(OutputExistsError, match="not a layerpick export"):
+    with pytest.raises(OutputExistsError, match="holds no earlier layerpick export"):
         export_model(str(tiny_dir("llama")), 2, foreign, ExportConfig(overwrite=True, progress=False))
     assert (foreign / "notes.txt").read_text() == "keep me"
 
@@ -432,7 +432,7 @@ def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
     env.pop("LAYERPICK_DEBUG", None)
     runs = {name: subprocess.Popen([str(ENTRY_POINT), "export", *args], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env=env) for name, args in cases.items()}
-    expected = {"range": "out of range", "report": "is for model", "exists": "already exists",
+    expected = {"range": "out of range", "report": "is for model", "exists": "holds no earlier layerpick export",
                 "family": "unsupported architecture", "template": "unknown prompt 'eol,sum'",
                 "placeholder": "exactly one {text}", "room": "no room for text"}
     for name, run in runs.items():

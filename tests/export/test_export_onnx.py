@@ -22,12 +22,12 @@ from layerpick.cli.app import app
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.errors import LayerpickError
-from layerpick.export import onnx_graph, onnx_step
+from layerpick.export.onnx import graph as onnx_graph, step as onnx_step
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.load import load_encoder
-from layerpick.export.onnx_encoder import OnnxEncoder
-from layerpick.export.onnx_graph import FLOAT_FILE, INT8_FILE, OnnxExportError
+from layerpick.export.onnx.encoder import OnnxEncoder
+from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, OnnxExportError
 from layerpick.serve.config import ServeConfig, ServeError
 from layerpick.serve.server import EmbeddingServer
 from tests.testkit.tiny import TEXTS, make_model, make_tokenizer

@@ -4,7 +4,7 @@ Owns: the file names (`onnx/model.onnx`, `onnx/model_quantized.onnx`), the check
 is installed, tracing the cut model with `torch.onnx.export` (the torch.export-based exporter, which needs
 `onnxscript`; optimum's exporter pins transformers < 4.58 and cannot run beside transformers 5), and dynamic
 int8 quantisation with `onnxruntime.quantization`, keeping float32 the MatMuls whose inputs carry outliers
-(`outlier_matmuls`). Checking what the graphs compute is `onnx_step`'s job.
+(`outlier_matmuls`). Checking what the graphs compute is `step`'s job.
 
 The graph maps the tokenizer's inputs to token states: inputs `input_ids`, `attention_mask` and, when the
 tokenizer makes them, `token_type_ids` (int64, batch x sequence, both axes dynamic); output `last_hidden_state`

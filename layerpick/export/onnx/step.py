@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 from torch import nn
 
-from layerpick.export import onnx_graph
-from layerpick.export.onnx_graph import FLOAT_FILE, INT8_FILE, OnnxExportError
+from layerpick.export.onnx import graph as onnx_graph
+from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, OnnxExportError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: s
     from sentence_transformers import SentenceTransformer
     from transformers import AutoTokenizer
 
-    from layerpick.export.onnx_encoder import OnnxEncoder
+    from layerpick.export.onnx.encoder import OnnxEncoder
 
     model = model.to("cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(target))  # the exported tokenizer: what every reader uses
@@ -112,7 +112,7 @@ def _int8(target: Path, graph, texts: Sequence[str]) -> dict[str, Any]:
     """Quantise the float graph, keeping float the MatMuls whose inputs carry outliers on calibration texts
     (not the parity texts, which then check the result)."""
     from layerpick.core.calibration import load_calibration
-    from layerpick.export.onnx_encoder import OnnxEncoder
+    from layerpick.export.onnx.encoder import OnnxEncoder
 
     calibration = load_calibration(limit=CALIBRATION_TEXTS, seed=0).texts
     batches = [graph.feed(calibration[start:start + 8]) for start in range(0, len(calibration), 8)]

@@ -22,7 +22,7 @@ import torch
 
 from layerpick.core.pooling import POOLING_MODES, pool
 from layerpick.errors import LayerpickError, ModelNotFoundError
-from layerpick.export.onnx_graph import (
+from layerpick.export.onnx.graph import (
     FLOAT_FILE,
     INT8_FILE,
     OUTPUT_NAME,
