@@ -30,6 +30,15 @@ def test_wheel_top_level_names(wheel):
     assert not any(n.startswith("cli/") for n in names)
 
 
+def test_wheel_holds_every_package(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = [init.parent.relative_to(ROOT) for init in (ROOT / "layerpick").rglob("__init__.py")
+                if "__pycache__" not in init.parts and "cli" not in init.relative_to(ROOT).parts]
+    assert len(packages) > 10
+    missing = [str(folder) for folder in packages if f"{folder.as_posix()}/__init__.py" not in names]
+    assert missing == [], f"packages missing from pyproject's list: {missing}"
+
+
 def test_wheel_entry_point_runs_from_installed_layout(wheel, tmp_path):
     archive = zipfile.ZipFile(wheel)
     archive.extractall(tmp_path)
