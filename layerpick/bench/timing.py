@@ -66,8 +66,11 @@ def summarise(passes: list[list[float]], batches: list[list[str]]) -> Measuremen
 
 def time_side_by_side(models: dict[str, Any], batches: list[list[str]], repeats: int, device: str,
                       advance=lambda n=1: None) -> dict[str, Measurement]:
-    """Time every model on the same batches, alternating them batch by batch (A B, B A, A B, ...), so that
-    a change in the machine's load falls on both; `repeats` passes over all batches."""
+    """Time every model on the same batches, rotating their order batch by batch (A B C, B C A, C A B, ...;
+    with two models A B, B A), so that a change in the machine's load falls on all of them; `repeats` passes
+    over all batches. The rotation also keeps the order fair for three or more models: none runs right after
+    itself, which at small batches would find its weights still in the CPU caches (a plain A B C, C B A
+    alternation gives that advantage to the first and last models only)."""
     names = list(models)
     for name in names:  # warm-up: the first calls allocate memory and pick kernels
         time_batch(models[name], batches[0], device)
@@ -75,7 +78,7 @@ def time_side_by_side(models: dict[str, Any], batches: list[list[str]], repeats:
     step = 0
     for repeat in range(repeats):
         for index, batch in enumerate(batches):
-            for name in names if step % 2 == 0 else reversed(names):
+            for name in names[step % len(names):] + names[:step % len(names)]:
                 passes[name][repeat][index] = time_batch(models[name], batch, device)
             step += 1
         advance(len(names))

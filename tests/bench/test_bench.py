@@ -125,6 +125,18 @@ def test_timing_alternates_the_models_on_the_same_batches():
     assert set(measured) == {"exported", "baseline"} and len(measured["exported"].repeat_seconds) == 2
 
 
+def test_timing_order_is_fair_for_several_models():
+    calls: list = []
+    models = {name: RecordingModel(name, calls) for name in "FCOI"}
+    batches = [[str(i)] for i in range(8)]
+    time_side_by_side(models, batches, repeats=2, device="cpu")
+    timed = [name for name, _ in calls[4:]]
+    assert timed[:8] == list("FCOI") + list("COIF")
+    assert all(a != b for a, b in zip(timed, timed[1:]))  # no model runs right after itself (warm caches)
+    firsts = [timed[i] for i in range(0, len(timed), 4)]
+    assert sorted(firsts) == sorted("FCOI" * 4)  # each model leads equally often
+
+
 def test_config_is_checked():
     with pytest.raises(BenchError, match="--threads must be at least 1"):
         BenchConfig(threads=0).validate()
