@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Do real serving engines give a layerpick export's vectors?
 #
-# Exports smollm2-135m (layer 28) and minilm-l6 (layer 4) with --format onnx --quantize int8 using the project's
-# venv, makes a separate venv under WORK with infinity-emb 0.0.78 (torch pinned from constraints.txt FIRST: any
+# Exports smollm2-135m (layer 28; layer 29 with --prompt eol) and minilm-l6 (layer 4) with --format onnx
+# --quantize int8 using the project's venv, makes a separate venv under WORK with infinity-emb 0.0.78 (torch pinned from constraints.txt FIRST: any
 # other torch requirement would pull a multi-GB CUDA build; infinity pins sentence-transformers<4 and numpy<2,
 # and sentence-transformers' ONNX backend needs optimum, which pins transformers below 5), serves each export
 # with infinity over HTTP and loads it with sentence-transformers' backend="onnx", and compares the vectors
@@ -19,10 +19,8 @@ RESULTS="$ROOT/benchmarks/results/engines.md"
 VENV="$WORK/venv"
 mkdir -p "$WORK"
 
-if [ ! -f "$WORK/int8_refusals.json" ]; then  # written last by the export step; delete WORK to export again
-    echo "== exporting with the project's environment"
-    PYTHONPATH="$ROOT" HF_HUB_OFFLINE=1 "$PROJECT_PYTHON" benchmarks/engines/engines.py export "$WORK"
-fi
+echo "== exporting with the project's environment (exports already in WORK are kept)"
+PYTHONPATH="$ROOT" HF_HUB_OFFLINE=1 "$PROJECT_PYTHON" benchmarks/engines/engines.py export "$WORK"
 
 if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "== installing infinity-emb 0.0.78 into $VENV"

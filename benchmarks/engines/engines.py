@@ -11,6 +11,9 @@
 The engines venv cannot be the project's: infinity-emb 0.0.78 pins sentence-transformers<4 and numpy<2, and
 sentence-transformers' ONNX backend needs optimum (1.x, or optimum-onnx for 2.x), which pins transformers below 5.
 An export whose int8 graph `export --quantize int8` refuses is exported without it, and its int8 rows say so.
+The prompted export (`--prompt eol`) carries its template in tokenizer.json; its reference vectors are the
+project's sentence-transformers on the plain texts, which the export itself checked, before it was moved into
+place, against layer K of the full model on the wrapped texts.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-EXPORTS = {  # name -> (model, layer)
-    "smollm2-135m-k28": ("smollm2-135m", 28),
-    "minilm-l6-k4": ("minilm-l6", 4),
+EXPORTS = {  # name -> (model, layer, prompt template or None)
+    "smollm2-135m-k28": ("smollm2-135m", 28, None),
+    "minilm-l6-k4": ("minilm-l6", 4, None),
+    # the template lives in tokenizer.json's post-processor: plain text sent to an engine must come back prompted
+    "smollm2-135m-k29-eol": ("smollm2-135m", 29, "eol"),
 }
 COSINE_REQUIRED = 0.9999  # engines that serve the same weights; int8 is reported, not held to it
 TEXTS = [
@@ -55,18 +60,22 @@ def export(work: Path) -> None:
 
     work.mkdir(parents=True, exist_ok=True)
     (work / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False))
-    refusals = {}
-    for name, (model, layer) in EXPORTS.items():
-        out = work / name
+    refusals_file = work / "int8_refusals.json"
+    refusals = json.loads(refusals_file.read_text()) if refusals_file.is_file() else {}
+    for name, (model, layer, prompt) in EXPORTS.items():
+        out, reference = work / name, work / f"{name}.reference.json"
+        if reference.is_file():  # exported by an earlier run (delete it to export again)
+            continue
+        settings = dict(overwrite=True, progress=False, format="onnx", prompt=prompt)
         try:
-            export_model(model, layer, out, ExportConfig(overwrite=True, progress=False, format="onnx", quantize="int8"))
+            export_model(model, layer, out, ExportConfig(**settings, quantize="int8"))
         except OnnxParityError as refusal:  # the int8 graph strays too far: export the float graph alone
             refusals[name] = str(refusal)
-            export_model(model, layer, out, ExportConfig(overwrite=True, progress=False, format="onnx"))
+            export_model(model, layer, out, ExportConfig(**settings))
         vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS, convert_to_numpy=True, batch_size=4)
-        (work / f"{name}.reference.json").write_text(json.dumps(vectors.tolist()))
+        reference.write_text(json.dumps(vectors.tolist()))
+        refusals_file.write_text(json.dumps(refusals))
         print(f"exported {out}", flush=True)
-    (work / "int8_refusals.json").write_text(json.dumps(refusals))
 
 
 def _free_port() -> int:
@@ -180,7 +189,8 @@ def report(work: Path) -> None:
     versions = ", ".join(f"{name} {version}" for name, version in header["versions"].items())
     out = ["# Serving engines: do they give an export's vectors?", "",
            "Each export (made with `layerpick export MODEL --layer K --format onnx --quantize int8`, or without "
-           "`--quantize` when the export refuses the int8 graph) is served by "
+           "`--quantize` when the export refuses the int8 graph; `-eol`: with `--prompt eol`, the template inside "
+           "the tokenizer, and the engines are sent the plain texts) is served by "
            "infinity-emb over HTTP (`infinity_emb v2 --model-id DIR --device cpu ...`) and loaded by "
            "sentence-transformers' own ONNX backend in a separate virtual environment; the vectors of "
            f"{rows[0]['texts']} texts are compared with the project's sentence-transformers on the same directory "
