@@ -106,6 +106,13 @@ def test_one_text_and_batch_sizes_give_the_same_vectors(llama_export):
     assert graph.encode(TEXTS[0], convert_to_tensor=True).shape == (32,)
 
 
+def test_onnx_threads_follow_torch_and_do_not_spin(llama_export):
+    options = OnnxEncoder(llama_export, threads=3).session.get_session_options()
+    assert options.intra_op_num_threads == 3
+    # spinning workers would hold the cores after each run and slow the torch model timed next to it
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
     metadata = json.loads((llama_export / "layerpick.json").read_text())
     assert metadata["dtype"] == "float32"

@@ -8,7 +8,10 @@ ONNX Runtime package, which pins transformers < 4.58 and so cannot be installed 
 transformers 5 (`benchmarks/engines/` proves that load in an environment of its own).
 
 onnxruntime's intra-op thread count is torch's at load time unless given, so `--threads` means the same for
-both backends.
+both backends. Its worker threads do not spin-wait after a run (onnxruntime's default is to spin): spinning
+threads hold the cores after each call, which slows whatever runs next in the same process (the full torch
+model in a side-by-side `bench`, which then overstated the ONNX speed-up) and burns CPU an idle server does
+not need.
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ def _session(graph: Path, threads: int):
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(1, int(threads))
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
         return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
