@@ -312,7 +312,7 @@ def layer_table(record: dict, rule) -> list[str]:
         for key in keys:
             name, pooling = key.split("/")
             mark = ""
-            if key == default_key(name) and name in per_template and per_template[name] == k:
+            if name in per_template and key == default_key(name) and per_template[name] == k:
                 mark = " *"
             if key == default_key(pair.prompt) and k == pair.layer:
                 mark += " ◀"
