@@ -183,6 +183,24 @@ def compare(work: Path) -> None:
             print(json.dumps(row), flush=True)
 
 
+def prompt_lines(work: Path) -> list[str]:
+    """What each prompted export proved about itself before it was moved into place (its layerpick.json)."""
+    lines = []
+    for name, (_, layer, prompt) in EXPORTS.items():
+        metadata = work / name / "layerpick.json"
+        if prompt is None or not metadata.is_file():
+            continue
+        facts = json.loads(metadata.read_text())
+        parity, template = facts["parity"], facts["prompt"]
+        lines += ["", f"`{name}`: the template `{template['template']}` is applied by the {template['applied_by']} "
+                      f"({template['tokens_added']} tokens). Before the export was moved into place, its "
+                      f"sentence-transformers vectors for the plain parity texts matched {parity['reference']} on "
+                      f"the wrapped texts: max abs difference {parity['max_abs_diff']:.2g} over {parity['texts']} "
+                      f"texts (tolerance {parity['tolerance']:.2g}). So infinity, sent plain text, returns the "
+                      "prompted embedding of layer " + f"{layer}."]
+    return lines
+
+
 def report(work: Path) -> None:
     lines = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines() if line.strip()]
     header, rows = lines[0], lines[1:]
@@ -210,6 +228,7 @@ def report(work: Path) -> None:
         holds = "reported (int8)" if required is None else ("yes" if row["min_cosine"] >= required else "NO")
         out.append(f"| {row['export']} | {row['engine']} | {row['min_cosine']:.6f} | {row['mean_cosine']:.6f} | "
                    f"{holds} |")
+    out += prompt_lines(work)
     out += ["", "Produced by:", "", "```bash", "bash benchmarks/engines/check_engines.sh", "```"]
     print("\n".join(out))
 
