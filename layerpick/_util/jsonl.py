@@ -1,10 +1,22 @@
-"""Reading a JSON Lines file: one object per non-blank line, or a one-line error naming the file and line."""
+"""Reading JSON files: a JSON Lines file (one object per non-blank line) and an optional JSON file, each with a
+one-line error naming the file (and line) when it is not valid JSON."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+
+def read_optional_json(path: Path, error: type[Exception]) -> Any | None:
+    """The parsed content of `path`, or None when there is no such file; `error` naming the file when the file
+    is not valid JSON."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as problem:
+        raise error(f"{path}: not valid JSON ({problem.msg})") from None
 
 
 class JsonlError(ValueError):

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from layerpick._util.jsonl import JsonlError, read_objects
+from layerpick._util.jsonl import JsonlError, read_objects, read_optional_json
 from layerpick.validation.errors import TaskFormatError
 
 KINDS = ("classification", "sts", "pair-classification", "clustering", "retrieval")
@@ -294,12 +293,9 @@ def _subdirs(folder: Path) -> list[Path]:
 
 def _task_options(path: Path) -> dict[str, Any]:
     file = path / TASK_JSON
-    if not file.exists():
+    options = read_optional_json(file, TaskFormatError)
+    if options is None:
         return {}
-    try:
-        options = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TaskFormatError(f"{file}: not valid JSON ({error.msg})") from None
     unknown = set(options) - {"eval_langs", "main_score", "description"} if isinstance(options, dict) else {"?"}
     if unknown:
         raise TaskFormatError(f"{file}: only eval_langs, main_score and description may be set (got {sorted(unknown)})")

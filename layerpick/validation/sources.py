@@ -3,7 +3,6 @@ sentence-transformers directory (its own output, one layer), behind the same sto
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from mteb.models.model_meta import ModelMeta
 
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
+from layerpick._util.jsonl import read_optional_json
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading
@@ -165,13 +165,9 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
 
 
 def _export_info(path: Path) -> dict[str, Any]:
-    file = path / METADATA_FILE
-    if not file.exists():
+    info = read_optional_json(path / METADATA_FILE, LayerpickError)
+    if not isinstance(info, dict):
         return {}
-    try:
-        info = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise LayerpickError(f"{file} is not valid JSON ({error.msg})") from None
     if not isinstance(info.get("layer"), int) or not isinstance(info.get("num_layers"), int):
         return {}
     return info

@@ -129,3 +129,18 @@ def test_classification_with_a_single_label_cannot_be_scored(tmp_path):
         read_folder(tmp_path / "one")
     assert str(error.value) == (f"{tmp_path / 'one' / 'train.jsonl'}: every row has the label 'spam'; a classifier "
                                 "needs at least two labels to learn from")
+
+
+def test_invalid_task_json_is_one_line(tmp_path):
+    folder = ALL_KINDS["sts"](tmp_path)
+    (folder / "task.json").write_text("{oops")
+    with pytest.raises(TaskFormatError, match=r"task.json: not valid JSON \("):
+        read_folder(folder)
+
+
+def test_optional_json_file(tmp_path):
+    from layerpick._util.jsonl import read_optional_json
+
+    assert read_optional_json(tmp_path / "missing.json", TaskFormatError) is None
+    (tmp_path / "list.json").write_text("[1, 2]")
+    assert read_optional_json(tmp_path / "list.json", TaskFormatError) == [1, 2]
