@@ -296,6 +296,14 @@ def test_existing_output_needs_overwrite(tiny_dir, tmp_path):
     assert leftovers(tmp_path) == ["out"]
 
 
+def test_an_empty_existing_folder_is_used(tiny_dir, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    export_model(str(tiny_dir("llama")), 1, out, ExportConfig(progress=False))
+    assert json.loads((out / "layerpick.json").read_text())["layer"] == 1
+    assert leftovers(tmp_path) == ["out"]
+
+
 def test_overwrite_refuses_a_foreign_directory(tiny_dir, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
