@@ -42,15 +42,10 @@ def export_all(work: Path) -> None:
 
 
 def _tiny_sources(work: Path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    from tiny import CONFIGS, make_model, make_tokenizer
+    sys.path.insert(0, str(ROOT))
+    from tests.testkit.tiny import tiny_sources
 
-    for family in sorted(CONFIGS):
-        path = work / "tiny-sources" / family
-        if not (path / "config.json").is_file():
-            make_model(family).save_pretrained(path)
-            make_tokenizer(family).save_pretrained(path)
-        yield family, path
+    return tiny_sources(work / "tiny-sources")
 
 
 def compare_all(work: Path) -> None:

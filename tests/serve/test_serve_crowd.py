@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import signal
 import socket
 import subprocess
@@ -15,12 +14,14 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 
 from layerpick.serve.config import ServeConfig
 from layerpick.serve.server import EmbeddingServer
+from tests.testkit.server import wait_for_url
 
 CROWD = 200
 IN_FLIGHT = 60
@@ -91,7 +92,8 @@ def test_sigterm_answers_every_accepted_request_and_health_says_503(export_dir):
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     sockets = []
     try:
-        host, port = _wait_for_address(lines)
+        address = urlsplit(wait_for_url(lines, timeout_s=180))
+        host, port = address.hostname, address.port
         assert get(host, port, "/health") == 200
         requests = [request_bytes(f"in flight {i}") for i in range(IN_FLIGHT)]
         for head, _ in requests:  # connected and sending: each request is on its way when SIGTERM comes
@@ -118,17 +120,3 @@ def test_sigterm_answers_every_accepted_request_and_health_says_503(export_dir):
     assert all(len(payload["data"]) == 1 for _, payload in answers)
     with pytest.raises(ConnectionRefusedError):
         get(host, port, "/health")
-
-
-def _wait_for_address(lines: queue.Queue) -> tuple[str, int]:
-    seen, deadline = [], time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            continue
-        seen.append(line)
-        found = re.search(r"at http://(127\.0\.0\.1):(\d+)", line)
-        if found:
-            return found.group(1), int(found.group(2))
-    raise AssertionError(f"the server did not announce its address: {''.join(seen)[-2000:]}")

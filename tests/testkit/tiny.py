@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 import transformers as tf
@@ -102,3 +103,12 @@ def save_tiny(family: str, directory, seed: int = 0):
     model.save_pretrained(directory, safe_serialization=True)
     make_tokenizer(family).save_pretrained(directory)
     return directory
+
+
+def tiny_sources(folder: Path):
+    """(family, directory) for every tiny family, saved under `folder` once (kept between runs)."""
+    for family in sorted(CONFIGS):
+        path = Path(folder) / family
+        if not (path / "config.json").is_file():
+            save_tiny(family, path)
+        yield family, path
