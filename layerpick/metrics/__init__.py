@@ -35,6 +35,8 @@ class MetricSpec:
             augmented-view embeddings (N, V, D).
         direction: ``"min"`` or ``"max"``, the direction reported as better.
         direction_note: caveat on how firmly the paper documents the direction.
+        flat_under_whitening: True when whitening fixes the metric's value whatever the layer (the matrix
+            entropy of whitened vectors is flat by construction); such a metric is not scored under whitening.
         compute: the metric itself, called with its input and the scoring settings (`ScoringConfig`):
             ``"tokens"``: ``compute(num_layers, settings)`` returns a token observer (`observe(layer, states,
             mask)` during the pass, then `result()` -> L+1 values and `skipped`);
@@ -48,6 +50,7 @@ class MetricSpec:
     direction: str
     direction_note: str = ""
     compute: Callable[..., Any] | None = None
+    flat_under_whitening: bool = False  # whitened vectors fix its value (left undefined under whitening)
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -86,6 +89,7 @@ _SPECS = (
             "whether that holds for the exported representation is measured in benchmarks/rule_evidence.py."
         ),
         compute=lambda states, s: dataset_entropy(states, s.alpha),
+        flat_under_whitening=True,
     ),
     MetricSpec(
         name="dime",

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
-from layerpick.core.calibration import load_calibration
+from layerpick.core.calibration import CalibrationSet, load_calibration
+from layerpick.core.fit_texts import check_transform_representation, load_fit_texts
+from layerpick.core.transform import DEFAULT_TRANSFORM, TransformSpec, parse_transforms
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
@@ -30,7 +32,7 @@ from layerpick.selection.rules import (
     parse_rule,
     within_budget,
 )
-from layerpick.selection.scoring import ScoringConfig, check_inputs, score_layers
+from layerpick.selection.scoring import ScoringConfig, check_inputs, score_transformed
 
 # Every registered metric, in registry order (the default of --metrics).
 ALL_METRICS = ",".join(m.name for m in list_metrics())
@@ -54,6 +56,8 @@ class SelectConfig:
     collect: CollectConfig = CollectConfig()
     scoring: ScoringConfig = ScoringConfig()
     prompt: str | None = None  # --prompt: a template, or names such as "none,eol" (None: DEFAULT_PROMPT)
+    transform: str | None = None  # --transform: names such as "none,whiten-256" (None: DEFAULT_TRANSFORM)
+    fit_texts: str | None = None  # --fit-texts: the texts transforms are fitted on (None: the calibration set)
 
     def check(self) -> list[MetricSpec]:
         """Every option checked before a model is loaded; returns the metrics to compute (the requested ones
@@ -77,8 +81,11 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     metrics = config.check()
     load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
-    if len(prompts) > 1 and config.min_speedup is not None:
-        raise LayerpickError("--min-speedup with several prompt templates is not supported yet: give one template")
+    transforms = parse_transforms(DEFAULT_TRANSFORM if config.transform is None else config.transform)
+    fit_texts = select_fit_texts(transforms, config)
+    if len(prompts) * len(transforms) > 1 and config.min_speedup is not None:
+        raise LayerpickError("--min-speedup with several prompt templates or transforms is not supported yet: "
+                             "give one of each")
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
@@ -90,10 +97,15 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
         within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
                       config.min_speedup)
-    results = {p.label: score_layers(loaded, texts.texts, metrics, dataclasses.replace(config.collect, prompt=p),
-                                     config.scoring) for p in prompts}
-    if len(prompts) == 1:
-        label = prompts[0].label
+    results, variants = {}, {}
+    for p in prompts:
+        scored = score_transformed(loaded, texts.texts, metrics, dataclasses.replace(config.collect, prompt=p),
+                                   config.scoring, transforms, fit_texts)
+        for spec in transforms:
+            label = variant_label(p.label, spec)
+            results[label], variants[label] = scored[spec.label], p
+    if len(results) == 1:
+        label = next(iter(results))
         choice = choose_layer(results[label].scores, rule, tolerance=config.tolerance,
                               include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
                               min_speedup=config.min_speedup)
@@ -103,13 +115,13 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
                            include_layer0=config.include_layer0)
         label, layer, described = pair.prompt, pair.layer, pair.describe()
         best_layer = pair.best_layer if pair.best_prompt == pair.prompt else None
-        by_prompt = {p.label: {"template": p.template, "pooling": results[p.label].pooling,
-                               "scores": _finite_scores(results[p.label].scores),
-                               "rule_objective": list(pair.objective[p.label])} for p in prompts}
+        by_prompt = {label: {"template": p.template, "pooling": results[label].pooling,
+                             "transform": results[label].transform, "scores": _finite_scores(results[label].scores),
+                             "rule_objective": list(pair.objective[label])} for label, p in variants.items()}
     result = results[label]
-    chosen = next(p for p in prompts if p.label == label)
+    chosen = variants[label]
     unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
-    timings = {"load_s": load_s, **_summed(r.timings for r in results.values()),
+    timings = {"load_s": load_s, **_summed({id(r.timings): r.timings for r in results.values()}.values()),
                "total_s": time.perf_counter() - started}
     return SelectReport(
         model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
@@ -120,6 +132,7 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
         selected_layer=layer, rule_best_layer=best_layer, choice=described,
         scores=_finite_scores(result.scores), prompt=chosen.to_json(), by_prompt=by_prompt,
+        transform=result.transform,
         directions={m.name: get_metric(m.name).direction for m in metrics},
         skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
         views=config.scoring.views, alpha=config.scoring.alpha,
@@ -128,6 +141,23 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         notes=loaded.notes, versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
+
+
+def variant_label(prompt_label: str, spec: TransformSpec) -> str:
+    """`none`, `eol`, `none+whiten-256`: a template's label, with its transform when there is one."""
+    return prompt_label if spec.is_identity else f"{prompt_label}+{spec.label}"
+
+
+def select_fit_texts(transforms, config: SelectConfig) -> CalibrationSet | None:
+    """The fit set (None when no transform needs one), checked against every transform before loading."""
+    if all(spec.is_identity for spec in transforms):
+        return None
+    check_transform_representation(config.collect.representation)
+    source = config.fit_texts if config.fit_texts is not None else config.calibration
+    texts = load_fit_texts(source)
+    for spec in transforms:
+        spec.check(fit_count=len(texts.texts))
+    return texts
 
 
 def _finite_scores(scores: dict[str, list]) -> dict[str, list]:

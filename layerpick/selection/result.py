@@ -58,17 +58,18 @@ class SelectReport:
     frontier: list[int] | None = None  # layers no other beats on both the objective and the ideal speed-up
     prompt: dict[str, Any] | None = None  # the template selected with: {"name", "template"}; None before prompts
     by_prompt: dict[str, dict[str, Any]] | None = None  # several templates: label -> pooling, scores, objective
+    transform: dict[str, Any] | None = None  # the post-pooling transform: name, kind, dim, fit set, output_dim
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The report.json object: the same keys and order as every earlier report."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         order = ("model", "model_path", "revision", "num_layers", "family", "representation", "pooling", "prompt",
-                 "rule", "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice",
+                 "transform", "rule", "tolerance", "include_layer0", "min_speedup", "selected_layer", "rule_best_layer", "choice",
                  "scores", "by_prompt", "directions", "cost", "objective", "frontier", "skipped_texts",
                  "calibration", "seed", "views", "alpha", "max_length", "dtype", "device", "notes", "versions",
                  "timings")
-        optional = ("prompt", "by_prompt")  # absent rather than null, as in reports made before prompts
+        optional = ("prompt", "by_prompt", "transform")  # absent rather than null, as in reports made before prompts
         return {**{key: data[key] for key in order if key not in optional or data[key] is not None}, **self.extra}
 
     @classmethod

@@ -3,6 +3,11 @@
 Passes: the calibration texts themselves (token-level metrics through observers, and pooled states for
 dataset-level ones), and one pass over V augmented views of every text when a view metric is asked for
 (DiME and InfoNCE use the first two views, LiDAR all V). Each pass is shared by every metric that needs it.
+
+With post-pooling transforms (`score_transformed`), one more pass pools the fit texts, each transform is
+fitted per layer on them, and the pooled and view metrics are computed on the transformed vectors of the same
+passes (token-level metrics read token states, which a post-pooling transform does not touch; a metric whose
+value is fixed by whitening, such as the entropy of whitened vectors, is left undefined under it).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from typing import Callable, Sequence
 import torch
 
 from layerpick._util.progress import progress_bar
+from layerpick.core.calibration import CalibrationSet
 from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.transform import IDENTITY, TransformSpec, fit_layers, fit_set_of
 from layerpick.core.models import LoadedModel
 from layerpick.core.prompts import as_prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError
@@ -57,6 +64,7 @@ class LayerScores:
     skipped_texts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     pooling: str = "mean"
+    transform: dict | None = None  # the transform the pooled and view metrics were computed under
 
 
 class _TimedObserver:
@@ -79,21 +87,47 @@ def score_layers(
     config: ScoringConfig = ScoringConfig(),
 ) -> LayerScores:
     """All `metrics` for every layer of `loaded` over `texts`: each metric's registry entry says what it reads."""
+    return score_transformed(loaded, texts, metrics, collect_config, config)[IDENTITY.label]
+
+
+def score_transformed(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    metrics: Sequence[MetricSpec],
+    collect_config: CollectConfig = CollectConfig(),
+    config: ScoringConfig = ScoringConfig(),
+    transforms: Sequence[TransformSpec] = (IDENTITY,),
+    fit_texts: CalibrationSet | None = None,
+) -> dict[str, LayerScores]:
+    """`score_layers` under every transform (label -> scores), from the same passes; the transforms are fitted
+    per layer on `fit_texts` (required unless every transform is `none`)."""
     check_inputs(texts, metrics, config)
-    clock = {"forward_s": 0.0, "metrics_s": 0.0}
-    scores: dict[str, list[float | None]] = {}
+    clock = {"forward_s": 0.0, "metrics_s": 0.0, "fit_s": 0.0}
+    token_scores: dict[str, list[float | None]] = {}
     skipped: dict[str, int] = {}
     pooling = collect_config.pooling or default_pooling(loaded.default_pooling, as_prompt(collect_config.prompt))
     by_input = {kind: [m for m in metrics if m.input == kind] for kind in ("tokens", "pooled", "views")}
+    pooled = views = None
     if by_input["tokens"] or by_input["pooled"]:
-        pooling = _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped)
+        pooled, pooling = _main_pass(loaded, texts, by_input["tokens"], collect_config, config, clock,
+                                     token_scores, skipped)
     if by_input["views"]:
-        _score_view_pass(loaded, texts, by_input["views"], collect_config, config, clock, scores)
-    return LayerScores({m.name: scores[m.name] for m in metrics}, skipped, clock, pooling)
+        views = _view_pass(loaded, texts, collect_config, config, clock)
+    fitted = _fit_transforms(loaded, transforms, fit_texts, collect_config, clock)
+    out = {}
+    for spec in transforms:
+        scores = dict(token_scores)
+        maps, described = fitted.get(spec.label, (None, None))
+        for metric in by_input["pooled"]:
+            scores[metric.name] = _transformed_metric(metric, pooled, maps, spec, config, clock, collect_config)
+        for metric in by_input["views"]:
+            scores[metric.name] = _transformed_metric(metric, views, maps, spec, config, clock, collect_config)
+        out[spec.label] = LayerScores({m.name: scores[m.name] for m in metrics}, skipped, clock, pooling, described)
+    return out
 
 
-def _score_main_pass(loaded, texts, by_input, collect_config, config, clock, scores, skipped) -> str:
-    observers = {m.name: m.compute(loaded.num_layers, config) for m in by_input["tokens"]}
+def _main_pass(loaded, texts, token_metrics, collect_config, config, clock, scores, skipped):
+    observers = {m.name: m.compute(loaded.num_layers, config) for m in token_metrics}
     observer_clock = {"metrics_s": 0.0}
     start = time.perf_counter()
     states = collect(loaded, texts, collect_config, [_TimedObserver(o, observer_clock) for o in observers.values()])
@@ -102,22 +136,53 @@ def _score_main_pass(loaded, texts, by_input, collect_config, config, clock, sco
     for name, observer in observers.items():
         scores[name] = observer.result()
         skipped[name] = observer.skipped
-    for metric in by_input["pooled"]:
-        scores[metric.name] = _per_layer(metric.name, states.pooled, _bound(metric, config), clock,
-                                         collect_config.progress)
-    return states.pooling
+    return states.pooled, states.pooling
 
 
-def _score_view_pass(loaded, texts, metrics, collect_config, config, clock, scores) -> None:
+def _view_pass(loaded, texts, collect_config, config, clock) -> torch.Tensor:
     num_views = max(config.views, 2)
     views = make_views(list(texts), num_views, config.seed)
     flat = [view for per_text in views for view in per_text]
     start = time.perf_counter()
     pooled = collect(loaded, flat, collect_config).pooled  # (L+1, N*V, D)
     clock["forward_s"] += time.perf_counter() - start
-    pooled = pooled.reshape(pooled.shape[0], len(texts), num_views, pooled.shape[-1])
-    for metric in metrics:
-        scores[metric.name] = _per_layer(metric.name, pooled, _bound(metric, config), clock, collect_config.progress)
+    return pooled.reshape(pooled.shape[0], len(texts), num_views, pooled.shape[-1])
+
+
+def _fit_transforms(loaded, transforms, fit_texts, collect_config, clock) -> dict[str, tuple[list, dict]]:
+    """label -> (a map per layer, its description), fitted from one pass over the fit texts."""
+    fitting = [spec for spec in transforms if not spec.is_identity]
+    if not fitting:
+        return {}
+    if fit_texts is None:
+        raise LayerpickError("a transform needs fit texts")
+    start = time.perf_counter()
+    states = collect(loaded, loaded.pipeline.prepare(fit_texts.texts), collect_config).pooled
+    clock["forward_s"] += time.perf_counter() - start
+    start = time.perf_counter()
+    fit_set = fit_set_of(fit_texts.texts, fit_texts.source)
+    fitted = {}
+    for spec in fitting:
+        spec.check(hidden_size=states.shape[-1], fit_count=states.shape[1])
+        maps = fit_layers(spec, states)
+        fitted[spec.label] = (maps, {**spec.to_json(), "fit": fit_set.to_json(), "output_dim": maps[0].out_dim})
+    clock["fit_s"] += time.perf_counter() - start
+    return fitted
+
+
+def _transformed_metric(metric: MetricSpec, per_layer: torch.Tensor, maps, spec: TransformSpec,
+                        config: ScoringConfig, clock, collect_config) -> list[float | None]:
+    """One metric at every layer, on the layer's vectors under its fitted map (untransformed for `none`)."""
+    if maps is not None and spec.kind == "whiten" and metric.flat_under_whitening:
+        return [None] * per_layer.shape[0]
+    layers = per_layer if maps is None else torch.stack([_apply(m, layer) for m, layer in zip(maps, per_layer)])
+    return _per_layer(metric.name, layers, _bound(metric, config), clock, collect_config.progress)
+
+
+def _apply(affine, states: torch.Tensor) -> torch.Tensor:
+    """The map on pooled (N, D) or view (N, V, D) states, back in float32."""
+    flat = states.reshape(-1, states.shape[-1])
+    return affine.apply_torch(flat).float().reshape(*states.shape[:-1], affine.out_dim)
 
 
 def _bound(metric: MetricSpec, config: ScoringConfig) -> Callable[[torch.Tensor], float]:

@@ -18,7 +18,9 @@ class ValidateConfig:
     else `output_dir`). `exported_dir` validates an export instead of a model's layers. `choice`: the
     unsupervised pick of `report`, or a layer chosen from the validated scores (`--choose`, `--max-loss`).
     `prompt`: a template, or several names (`none,eol`) to evaluate every (template, layer) pair; None takes the
-    report's template."""
+    report's template. `transform`: post-pooling transforms (`core.transform`), each fitted per layer on
+    `fit_texts` (a file or folder as --calibration takes; None: the report's fit set, else the embedded
+    calibration set) and evaluated beside the others."""
 
     layers: str | Sequence[int] = "all"
     report: Path | None = None
@@ -35,3 +37,5 @@ class ValidateConfig:
     progress: bool = True
     choice: ChoiceOptions = ChoiceOptions()  # which layer validation.json names as the one to export
     prompt: str | None = None  # a template or names ("none,eol"); None: the report's template, else none
+    transform: str | None = None  # post-pooling transforms ("none,whiten-256"); None: the report's, else none
+    fit_texts: str | None = None  # the unlabelled texts transforms are fitted on; None: the calibration set

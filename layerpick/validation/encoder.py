@@ -4,7 +4,8 @@
 encoded first, every layer at once (`layerpick.core.collect.collect`, or an exported sentence-transformers model's
 own output as its single layer), in length-sorted chunks, each chunk saved as one shard. `LayerEncoder` is
 the view mteb sees: mteb's encoder protocol (an `AbsEncoder`) whose ModelMeta name is distinct per layer,
-`layerpick/<model>__layer-<k>`, so its results never mix with the full model's.
+`layerpick/<model>__layer-<k>`, so its results never mix with the full model's. With a post-pooling transform
+(`core.transform`) the view applies the layer's fitted map before normalising.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mteb.models.model_meta import ModelMeta, ScoringFunction
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadedModel
+from layerpick.core.transform import AffineMap
 from layerpick.validation.errors import TaskFormatError
 from layerpick.validation.store import RepresentationStore, StoreKey
 
@@ -110,11 +112,13 @@ class LayerSource:
 class LayerEncoder(AbsEncoder):
     """mteb's view of one layer: encode() returns that layer's pooled vectors (optionally unit length)."""
 
-    def __init__(self, source: LayerSource, layer: int, meta: ModelMeta, normalize: bool = False) -> None:
+    def __init__(self, source: LayerSource, layer: int, meta: ModelMeta, normalize: bool = False,
+                 transform: AffineMap | None = None) -> None:
         self.source = source
         self.layer = layer
         self.mteb_model_meta = meta
         self.normalize = normalize
+        self.transform = transform
         self.model = None
 
     def encode(self, inputs, *, task_metadata, hf_split: str, hf_subset: str, prompt_type=None,
@@ -125,6 +129,8 @@ class LayerEncoder(AbsEncoder):
                 raise TaskFormatError(f"{task_metadata.name}: layerpick validates text tasks only")
             texts.extend(batch["text"])
         vectors = self.source.embeddings(texts, self.layer)
+        if self.transform is not None:  # pooling -> transform -> normalize, as the export's modules run
+            vectors = self.transform.apply(vectors).astype(np.float32)
         if self.normalize:
             vectors = vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
         return vectors

@@ -31,6 +31,9 @@ from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
+from layerpick.core.calibration import CalibrationSet
+from layerpick.core.fit_texts import check_transform_representation, load_fit_texts, report_fit_source
+from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.core.prompts import (
     DEFAULT_PROMPT,
     Prompt,
@@ -54,6 +57,7 @@ from layerpick.validation.sources import (
     store_root,
 )
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
+from layerpick.validation.transformed import transformed_setups
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +118,8 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
+    transforms = validation_transforms(config.transform, select)
+    fit_texts = fit_texts_for(transforms, config.fit_texts, select, config.representation)
     options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
                             config.max_length, config.normalize, config.store_dir)
     if config.exported_dir:
@@ -122,8 +128,10 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
             logger.warning("--layers is ignored with --exported: an export has one layer, its own output")
         if config.prompt is not None:
             logger.warning("--prompt is ignored with --exported: an export wraps texts in its own template")
+        if config.transform is not None:
+            logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
-        setups = model_setups(model, options, prompts)
+        setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
     setup = setups[0]
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
@@ -137,7 +145,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     data = _document(setup, specs, runs[0], chosen, select, started, config.choice)
     if len(setups) > 1:
         data = {**data, **by_prompt_document(setups, runs, chosen)}
-        data["failures"] = {f"{name} ({one.facts['prompt']['name']})": failure for one, outcomes in zip(setups, runs)
+        data["failures"] = {f"{name} ({one.variant})": failure for one, outcomes in zip(setups, runs)
                             for name, failure in _failures(outcomes).items()}
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     return ValidationReport(data, output, tuple(_write(data, output, select)))
@@ -164,13 +172,35 @@ def validation_prompts(value: str | None, select: SelectReport | None) -> tuple[
     return prompts
 
 
+def validation_transforms(value: str | None, select: SelectReport | None) -> tuple[TransformSpec, ...]:
+    """`--transform` (names), else the select report's transform, else none; the report's leads when listed."""
+    chosen = transform_from_json(select.transform) if select is not None else IDENTITY
+    if value is None:
+        return (chosen,)
+    return tuple(sorted(parse_transforms(value), key=lambda spec: spec != chosen))
+
+
+def fit_texts_for(transforms: Sequence[TransformSpec], fit_texts: str | None, select: SelectReport | None,
+                  representation: str) -> CalibrationSet | None:
+    """The fit set, read and checked against every transform's needs before the model loads."""
+    if all(spec.is_identity for spec in transforms):
+        return None
+    check_transform_representation(representation)
+    source = fit_texts if fit_texts is not None else report_fit_source(select)
+    texts = load_fit_texts(source)
+    for spec in transforms:
+        spec.check(fit_count=len(texts.texts))
+    return texts
+
+
 def by_prompt_document(setups, runs, layers: list[int]) -> dict[str, Any]:
-    """Every template's mean score by layer side by side, and the best (template, layer) pair."""
+    """Every (template, transform)'s mean score by layer side by side, and the best (variant, layer) pair."""
     table = {}
     for one, outcomes in zip(setups, runs):
         means = summary.mean_by_layer({o.spec.name: o.scores for o in outcomes}, layers, one.num_layers)
-        table[one.facts["prompt"]["name"]] = {
-            "template": one.facts["prompt"]["template"], "pooling": one.facts["pooling"], "mean_by_layer": means,
+        table[one.variant] = {
+            "template": one.facts["prompt"]["template"], "pooling": one.facts["pooling"],
+            "transform": one.facts.get("transform"), "mean_by_layer": means,
             "best_layer": summary.best_layer(means),
             "tasks": {o.spec.name: [o.scores.get(k) for k in range(one.num_layers + 1)] for o in outcomes}}
     scored = [(entry["mean_by_layer"][entry["best_layer"]], label, entry["best_layer"])

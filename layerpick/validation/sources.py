@@ -20,6 +20,7 @@ from layerpick.core.load_errors import loading
 from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
+from layerpick.core.transform import AffineMap
 from layerpick.errors import LayerpickError, ModelNotFoundError
 from layerpick.validation.encoder import (
     CollectRepresenter,
@@ -64,6 +65,14 @@ class Setup:
     facts: dict[str, Any] = field(default_factory=dict)
     suffix: str = ""
     batch_size: int = 32
+    transforms: dict[int, AffineMap | None] | None = None  # report layer -> its fitted post-pooling map
+
+    @property
+    def variant(self) -> str:
+        """The (template, transform) label results are listed under: `none`, `eol`, `none+whiten-256`."""
+        name = self.facts.get("prompt", {}).get("name", "none")
+        transform = (self.facts.get("transform") or {}).get("name", "none")
+        return name if transform == "none" else f"{name}+{transform}"
 
     def meta(self, layer: int) -> ModelMeta:
         name = f"exported-layer-{layer}" if self.suffix == "exported" else layer
@@ -71,7 +80,8 @@ class Setup:
                                 max_tokens=self.max_tokens, experiment=self.experiment)
 
     def encoder(self, layer: int) -> LayerEncoder:
-        return LayerEncoder(self.source, self.slots[layer], self.meta(layer), self.normalize)
+        transform = self.transforms.get(layer) if self.transforms else None
+        return LayerEncoder(self.source, self.slots[layer], self.meta(layer), self.normalize, transform)
 
 
 def model_setup(model: str, options: SourceOptions) -> Setup:

@@ -1,0 +1,36 @@
+"""The fit set of post-pooling transforms: which unlabelled texts a transform is fitted on.
+
+By default the whole embedded calibration set (every text, not select's `--limit` sample: whitening to D
+dimensions needs more than D texts); `--fit-texts` takes a user's own corpus in any format `--calibration`
+takes (one text per line, JSONL with a `text` field, a task folder). At most FIT_LIMIT texts are kept, a
+seeded sample, so the fit's cost stays bounded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layerpick.core.calibration import CalibrationSet, load_calibration
+from layerpick.core.transform import TransformError
+
+FIT_LIMIT = 2048
+FIT_SEED = 0
+
+
+def load_fit_texts(source: str | None, *, limit: int = FIT_LIMIT) -> CalibrationSet:
+    """The fit texts from `source` (None: the embedded calibration set), cleaned, deduplicated, sampled."""
+    return load_calibration(source, limit=limit, seed=FIT_SEED)
+
+
+def report_fit_source(report: Any) -> str | None:
+    """The fit source a select report recorded (None: the embedded set, or no report)."""
+    transform = getattr(report, "transform", None) or {}
+    source = (transform.get("fit") or {}).get("source")
+    return None if source in (None, "embedded") else source
+
+
+def check_transform_representation(representation: str) -> None:
+    """A transform is fitted on what the export ships; the raw residual stream is never exported."""
+    if representation != "exported":
+        raise TransformError("--transform needs --representation exported: a transform is shipped in the "
+                             "export, and the raw residual stream is not what an export outputs")
