@@ -14,7 +14,8 @@ class ExportConfig:
     """`report` (a select report.json) chooses the layer when `export_model` is given none; `pooling` None takes
     the report's pooling or the family's default; `max_seq_length` None the source's setting (capped by the
     model); `parity_texts` None the built-in parity texts; `prompt` None takes the report's template (plain text
-    without a report), else a built-in name, `none` or a template with one `{text}`."""
+    without a report), else a built-in name, `none` or a template with one `{text}`. `transform` is fitted at the
+    exported layer on `fit_texts` and written as a Dense module after pooling (`export.transformed`)."""
 
     pooling: str | None = None
     representation: str = "exported"
@@ -27,3 +28,5 @@ class ExportConfig:
     format: str = "sentence-transformers"  # or "onnx": the ONNX graph too
     quantize: str | None = None  # "int8" (with format "onnx"): the dynamically quantized graph too
     prompt: str | Prompt | None = None
+    transform: str | None = None  # a post-pooling transform (`whiten-256`); None: the report's, else none
+    fit_texts: str | None = None  # what the transform is fitted on; None: the report's fit set, else the embedded

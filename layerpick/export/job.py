@@ -32,7 +32,8 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.export import model_card, prompted, st_layout
+from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
+from layerpick.export import model_card, prompted, st_layout, transformed
 from layerpick.export.onnx import step as onnx_step
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
@@ -75,6 +76,7 @@ class ExportPlan:
     report: SelectReport | None = None
     report_path: str | None = None
     prompt: Prompt = PLAIN
+    transform: TransformSpec = IDENTITY
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class ExportResult:
     notes: tuple[str, ...] = ()
     dtype: str = "float32"
     onnx: dict[str, Any] | None = None
+    transform: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
@@ -112,7 +115,11 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`."""
     output = Path(output)
-    plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt)
+    plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
+                     config.transform)
+    fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
+                                              plan.representation, load_options.dtype,
+                                              plan.report.transform if plan.report else None)
     with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(config.parity_texts)
     load_options.check()
@@ -126,7 +133,9 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
-    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress)
+    fitted = None if fit_texts is None else transformed.fit_at_layer(
+        loaded, plan.transform, fit_texts, plan.layer, _fit_config(plan, pooling_mode, seq_length, config.progress))
+    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress, fitted)
     edges = None if plan.prompt.is_plain else prompted.measure_edges(
         loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
     prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
@@ -135,7 +144,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     with st_layout.atomic_directory(output, config.overwrite) as work:
         target = work / "export"
-        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length)
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length,
+                      fitted)
         device = str(loaded.device)  # the parity check runs the export where the reference was computed
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
         onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
@@ -143,7 +153,9 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
             normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
             format=config.format, quantize=config.quantize,
-            prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value())
+            prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value(),
+            transform=None if plan.report_path or plan.transform.is_identity else plan.transform.label,
+            fit_texts=config.fit_texts)
         facts = model_card.ExportFacts(
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
@@ -154,7 +166,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
             versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
-            onnx=onnx, prompt=prompt_facts)
+            onnx=onnx, prompt=prompt_facts, transform=fitted.to_json() if fitted else None)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -162,13 +174,14 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx, facts.transform)
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
-              representation: str, prompt: str | Prompt | None = None) -> ExportPlan:
+              representation: str, prompt: str | Prompt | None = None, transform: str | None = None) -> ExportPlan:
     """The export request, checked before any model is loaded."""
     asked = prompt if isinstance(prompt, Prompt) else (None if prompt is None else parse_prompt(prompt))
+    asked_transform = None if transform is None else one_transform(transform)
     if (layer is None) == (report is None):
         raise ExportError("give exactly one of a layer (--layer K) or a select report (--report report.json)")
     if representation not in REPRESENTATIONS:
@@ -179,7 +192,8 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
         if layer < 1:
             raise LayerRangeError(f"layer {layer} is out of range: an export keeps the first K blocks, "
                                   "1 <= K <= the model's layer count")
-        return ExportPlan(layer, pooling, representation, prompt=asked or PLAIN)
+        return ExportPlan(layer, pooling, representation, prompt=asked or PLAIN,
+                          transform=asked_transform or IDENTITY)
     data = read_report(Path(report))
     _check_report_model(data, model, report)
     for name, given, chosen in (("pooling", pooling, data.pooling),
@@ -190,7 +204,20 @@ def make_plan(model: str, layer: int | None, report: Path | None, pooling: str |
     if asked is not None and asked.template != chosen_prompt.template:
         raise ExportError(f"--prompt {asked.label} contradicts the report, which selected with prompt "
                           f"{chosen_prompt.label}")
-    return ExportPlan(data.selected_layer, data.pooling, data.representation, data, str(report), chosen_prompt)
+    chosen_transform = transform_from_json(data.transform)
+    if asked_transform is not None and asked_transform != chosen_transform:
+        raise ExportError(f"--transform {asked_transform.label} contradicts the report, which selected with "
+                          f"transform {chosen_transform.label}")
+    return ExportPlan(data.selected_layer, data.pooling, data.representation, data, str(report), chosen_prompt,
+                      chosen_transform)
+
+
+def one_transform(value: str) -> TransformSpec:
+    """Exactly one transform name: an export ships one."""
+    specs = parse_transforms(value)
+    if len(specs) != 1:
+        raise ExportError(f"--transform takes one transform for an export (got {value!r})")
+    return specs[0]
 
 
 def read_report(path: Path) -> SelectReport:
@@ -250,10 +277,11 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
 
 
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
-               texts: Sequence[str], progress: bool) -> torch.Tensor:
-    """Layer K of the full (uncut) model, as `collect` pools it: what the export must reproduce."""
+               texts: Sequence[str], progress: bool, fitted=None) -> torch.Tensor:
+    """Layer K of the full (uncut) model, as `collect` pools it (then transformed as fitted): what the export
+    must reproduce."""
     states = collect(loaded, loaded.pipeline.prepare(texts), _parity_config(plan, pooling, max_length, progress))
-    states = states.layer(plan.layer).float()
+    states = transformed.apply(fitted, states.layer(plan.layer).float())
     return torch.nn.functional.normalize(states, dim=-1) if normalize else states
 
 
@@ -262,8 +290,13 @@ def _parity_config(plan: ExportPlan, pooling: str, max_length: int, progress: bo
                          max_length=max_length, progress=progress, prompt=plan.prompt)
 
 
+def _fit_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool) -> CollectConfig:
+    """How the fit texts are pooled: as validation pools them (its batch size; padding is exact)."""
+    return dataclasses.replace(_parity_config(plan, pooling, max_length, progress), batch_size=32)
+
+
 def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target: Path, pooling: str,
-          normalize: bool, max_seq_length: int) -> list[str]:
+          normalize: bool, max_seq_length: int, fitted=None) -> list[str]:
     """Save the cut model as a legacy-compatible sentence-transformers directory; return notes for the card."""
     notes = []
     if getattr(tokenizer, "chat_template", None):
@@ -276,7 +309,11 @@ def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target:
     if not prompt.is_plain:  # before sentence-transformers reads it back, or a model-specific class drops it
         prompted.finish_layout(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
-                                        max_seq_length=max_seq_length)
+                                        max_seq_length=max_seq_length,
+                                        dense=transformed.dense_module(fitted) if fitted else None)
+    if fitted is not None:
+        notes.append(f"a {fitted.spec.label} transform fitted on {fitted.fit_texts.source} "
+                     f"({len(fitted.fit_texts.texts)} texts) follows the pooling (a Dense module)")
     st_layout.rewrite_legacy(target, loaded.model, tokenizer, pooling=pooling, max_seq_length=max_seq_length,
                              pipeline=loaded.pipeline)
     if not prompt.is_plain:

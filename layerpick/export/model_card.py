@@ -55,6 +55,7 @@ class ExportFacts:
     dtype: str = "float32"
     onnx: dict[str, Any] | None = None  # onnx.step's section: graph file, size, parity, int8
     prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
+    transform: dict[str, Any] | None = None  # the post-pooling transform (a Dense module), its fit set, output dim
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -72,7 +73,8 @@ def package_of(model: str) -> dict[str, str] | None:
 def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
                       pooling: str | None, normalize: bool | None, max_seq_length: int | None,
                       load_options, format: str = "sentence-transformers", quantize: str | None = None,
-                      prompt: str | None = None) -> str:
+                      prompt: str | None = None, transform: str | None = None,
+                      fit_texts: str | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -85,6 +87,10 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
         words += ["--max-seq-length", str(max_seq_length)]
     if prompt:
         words += ["--prompt", prompt]
+    if transform:
+        words += ["--transform", transform]
+    if fit_texts and transform:
+        words += ["--fit-texts", fit_texts]
     words += load_options.cli_flags()
     words += ["--format", format] if format != "sentence-transformers" else []
     words += ["--quantize", quantize] if quantize else []
@@ -108,6 +114,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "device": facts.device,
         "dtype": facts.dtype,
         "prompt": facts.prompt,
+        "transform": facts.transform,
         "selection": _selection(facts),
         "parameters": {"full": facts.params_full, "cut": facts.params_cut},
         "weights_bytes": facts.weights_bytes,
@@ -167,7 +174,7 @@ def _intro(facts: ExportFacts) -> str:
         f"`{facts.model}` ({facts.architecture}), cut by layerpick: {_removed(facts)}, so it keeps "
         f"{facts.params_cut:,} of {facts.params_full:,} parameters ({kept:.0%}). "
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
-        f"{', L2-normalised' if facts.normalize else ''}.\n"
+        f"{_transform_clause(facts.transform)}{', L2-normalised' if facts.normalize else ''}.\n"
     )
 
 
@@ -187,6 +194,21 @@ def _prompt(facts: ExportFacts) -> str:
             f"of {edges['texts']} check texts tokenize differently from the wrapped string"
             f"{_truncated_words(edges)}{_cosine_words(edges)}.\n")
     return "\n".join(lines)
+
+
+def _transform_clause(transform: dict[str, Any] | None) -> str:
+    if not transform:
+        return ""
+    return (f", then a {transform['name']} transform ({transform['output_dim']} dimensions) fitted on "
+            f"{transform['fit']['count']} unlabelled texts")
+
+
+def _transform_words(transform: dict[str, Any] | None) -> str:
+    if not transform:
+        return "none"
+    fit = transform["fit"]
+    return (f"{transform['name']} (a Dense module after pooling, {transform['output_dim']} output dimensions), "
+            f"fitted on {fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]})")
 
 
 def _truncated_words(edges: dict[str, Any]) -> str:
@@ -281,6 +303,7 @@ def _details(facts: ExportFacts) -> str:
         ("representation", facts.representation),
         ("pooling", facts.pooling),
         ("prompt", f"`{facts.prompt['template']}` ({facts.prompt['name']})" if facts.prompt else "none (plain text)"),
+        ("transform", _transform_words(facts.transform)),
         ("normalize", str(facts.normalize).lower()),
         ("max_seq_length", str(facts.max_seq_length)),
         ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
@@ -373,6 +396,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         speedup=document.get("speedup"), versions=document.get("versions") or {},
         device=document.get("device"), pipeline=document.get("source_pipeline"),
         dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
+        transform=document.get("transform"),
     )
 
 

@@ -42,6 +42,7 @@ LEGACY_CLASSES = {
     "Transformer": "sentence_transformers.models.Transformer",
     "Pooling": "sentence_transformers.models.Pooling",
     "Normalize": "sentence_transformers.models.Normalize",
+    "Dense": "sentence_transformers.models.Dense",
 }
 WEIGHTS_INDEX = "model.safetensors.index.json"  # sharded weights, for models too large for one file
 # transformers 5 saves the state of the tokenizer's last call (and where it was loaded from) as init kwargs
@@ -80,9 +81,10 @@ def prepare_tokenizer(tokenizer, max_seq_length: int):
 
 
 def save_sentence_transformer(
-    staging: Path, output: Path, *, pooling: str, normalize: bool, max_seq_length: int
+    staging: Path, output: Path, *, pooling: str, normalize: bool, max_seq_length: int, dense=None
 ) -> None:
-    """Build Transformer + Pooling (+ Normalize) from the model saved in `staging` and save them to `output`."""
+    """Build Transformer + Pooling (+ `dense`, a Dense module) (+ Normalize) from the model saved in `staging`
+    and save them to `output`."""
     from sentence_transformers import SentenceTransformer
 
     transformer_cls, pooling_cls, normalize_cls = _module_classes()
@@ -90,6 +92,8 @@ def save_sentence_transformer(
     if "message" in getattr(transformer, "modality_config", {}):
         raise LayerpickError("the tokenizer still carries a chat template; refusing to export")
     modules = [transformer, pooling_cls(transformer.get_embedding_dimension(), pooling_mode=pooling)]
+    if dense is not None:
+        modules.append(dense)
     if normalize:
         modules.append(normalize_cls())
     model = SentenceTransformer(modules=modules, device="cpu")
@@ -131,6 +135,9 @@ def _rewrite_modules(directory: Path) -> None:
         entry["type"] = LEGACY_CLASSES[class_name]
         entry.pop("kwargs", None)
     _write_json(directory / "modules.json", modules)
+    from layerpick.export.transformed import rewrite_dense_configs
+
+    rewrite_dense_configs(directory, modules)
 
 
 def _write_pooling_config(directory: Path, pooling: str) -> None:

@@ -1,0 +1,98 @@
+"""A post-pooling transform in an export: fitted at layer K, written as a sentence-transformers `Dense` module.
+
+The map is fitted exactly as select and validate fit it (`core.transform.fit` on layer K of the full model,
+pooled by `core.collect` over the fit texts as the source's pipeline prepares them), so the exported vectors
+are the scored ones. It is saved as `Dense` (weight and bias, identity activation) between Pooling and
+Normalize, with only the config keys every sentence-transformers version from 2.x reads.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from layerpick.core.calibration import CalibrationSet
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.fit_texts import check_transform_representation, load_fit_texts, report_fit_source
+from layerpick.core.models import LoadedModel
+from layerpick.core.transform import AffineMap, TransformSpec, fit, fit_set_of
+from layerpick.errors import LayerpickError
+
+DENSE_CONFIG_KEYS = ("in_features", "out_features", "bias", "activation_function")
+IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"
+
+
+@dataclass(frozen=True)
+class FittedTransform:
+    """The spec, its map at the exported layer, and the fit set it came from."""
+
+    spec: TransformSpec
+    affine: AffineMap
+    fit_texts: CalibrationSet
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.spec.to_json(), "fit": fit_set_of(self.fit_texts.texts, self.fit_texts.source).to_json(),
+                "output_dim": self.affine.out_dim, "module": "sentence_transformers.models.Dense"}
+
+
+def fit_source(given: str | None, report: Any) -> str | None:
+    """--fit-texts, else the fit set the select report recorded, else the embedded calibration set."""
+    return given if given is not None else report_fit_source(report)
+
+
+def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: str, dtype: str,
+                      recorded: dict[str, Any] | None) -> CalibrationSet | None:
+    """The fit texts, checked before the model loads (None for `none`)."""
+    if spec.is_identity:
+        return None
+    check_transform_representation(representation)
+    if dtype != "float32":
+        raise LayerpickError(f"--transform with --dtype {dtype} is not supported yet: export the transform in "
+                             "float32")
+    texts = load_fit_texts(source)
+    spec.check(fit_count=len(texts.texts))
+    expected = ((recorded or {}).get("fit") or {}).get("sha256")
+    if expected and expected != fit_set_of(texts.texts, texts.source).sha256:
+        raise LayerpickError(f"the fit texts ({texts.source}) are not those the report's transform was fitted on "
+                             "(their sha256 differs): give the same --fit-texts")
+    return texts
+
+
+def fit_at_layer(loaded: LoadedModel, spec: TransformSpec, texts: CalibrationSet, layer: int,
+                 config: CollectConfig) -> FittedTransform:
+    """The map fitted on layer `layer` of the full model over the fit texts (before the model is cut)."""
+    states = collect(loaded, loaded.pipeline.prepare(texts.texts), config).layer(layer)
+    return FittedTransform(spec, fit(spec, states), texts)
+
+
+def apply(fitted: FittedTransform | None, vectors: torch.Tensor) -> torch.Tensor:
+    """What the Dense module computes, in float64 then float32: the parity reference's transform step."""
+    return vectors if fitted is None else fitted.affine.apply_torch(vectors).float()
+
+
+def dense_module(fitted: FittedTransform):
+    """A sentence-transformers Dense holding the fitted weight and bias (float32), identity activation."""
+    try:  # sentence-transformers >= 6
+        from sentence_transformers.sentence_transformer.modules import Dense
+    except ImportError:
+        from sentence_transformers.models import Dense
+    affine = fitted.affine
+    return Dense(affine.in_dim, affine.out_dim, bias=True, activation_function=torch.nn.Identity(),
+                 init_weight=torch.tensor(affine.weight, dtype=torch.float32),
+                 init_bias=torch.tensor(affine.bias, dtype=torch.float32))
+
+
+def rewrite_dense_configs(directory: Path, modules: list[dict[str, Any]]) -> None:
+    """Keep only the Dense keys old readers accept (sentence-transformers 6 adds module input/output names)."""
+    for entry in modules:
+        if entry["type"].rsplit(".", 1)[-1] != "Dense":
+            continue
+        path = directory / entry["path"] / "config.json"
+        config = json.loads(path.read_text(encoding="utf-8"))
+        legacy = {key: config[key] for key in DENSE_CONFIG_KEYS if key in config}
+        legacy["activation_function"] = IDENTITY_ACTIVATION
+        path.write_text(json.dumps(legacy, indent=2) + "\n", encoding="utf-8")
