@@ -26,6 +26,8 @@ def export(
     ] = None,
     pooling: opt.Pooling = None,
     prompt: opt.Prompt = None,
+    transform: opt.Transform = None,
+    fit_texts: opt.FitTexts = None,
     normalize: Annotated[Optional[bool], typer.Option(
         "--normalize/--no-normalize", help="L2-normalise the embeddings (default: as the model's own "
         "sentence-transformers pipeline; no for other models).")] = None,
@@ -48,7 +50,7 @@ def export(
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
                           overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
-                          prompt=prompt)
+                          prompt=prompt, transform=transform, fit_texts=fit_texts)
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)

@@ -12,6 +12,7 @@ import typer
 from layerpick.core.collect import CollectConfig
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
+from layerpick.core.transform import DEFAULT_TRANSFORM
 from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
 from layerpick.selection.rules import DEFAULT_RULE
 from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
@@ -78,6 +79,18 @@ Prompts = Annotated[Optional[str], typer.Option(
     "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}; or several names, comma-separated "
     "(none,eol,sum), to score every (template, layer) pair. With a template, last-token pooling is the default. "
     f"Default: {DEFAULT_PROMPT}.", envvar="LAYERPICK_PROMPT")]
+TRANSFORM_HELP = ("none, center, whiten (every direction the fit set supports), whiten-D (the top D principal "
+                  "directions, unit variance), abtt or abtt-K (remove the mean and the top K directions)")
+Transform = Annotated[Optional[str], typer.Option(
+    "--transform", help=f"Post-pooling transform, fitted at the layer on the fit texts and shipped as a Dense module: "
+    f"{TRANSFORM_HELP}. Default: none (with --report: the report's).", envvar="LAYERPICK_TRANSFORM")]
+Transforms = Annotated[Optional[str], typer.Option(
+    "--transform", help=f"Post-pooling transform fitted per layer on the fit texts: {TRANSFORM_HELP}; or several, "
+    f"comma-separated (none,whiten-256), to score every (transform, layer) pair side by side. Default: "
+    f"{DEFAULT_TRANSFORM}.", envvar="LAYERPICK_TRANSFORM")]
+FitTexts = Annotated[Optional[str], typer.Option(
+    "--fit-texts", help="Unlabelled texts the transform is fitted on (a text file, JSONL or task folder, e.g. the "
+    "documents you will embed). Default: the calibration set (every text of it).", envvar="LAYERPICK_FIT_TEXTS")]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]
 Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).",
@@ -133,6 +146,8 @@ SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` sco
     "alpha": (Alpha, 1.0),
     "seed": (Seed, 0),
     "prompt": (Prompts, None),
+    "transform": (Transforms, None),
+    "fit_texts": (FitTexts, None),
 }
 
 
@@ -143,7 +158,7 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
                         min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
                         scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]),
-                        prompt=values["prompt"])
+                        prompt=values["prompt"], transform=values["transform"], fit_texts=values["fit_texts"])
 
 
 # The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.

@@ -20,6 +20,7 @@ from layerpick.selection.report import (
     layer_cost_cells,
     layer_label,
     prompt_line,
+    transform_line,
     side_by_side,
 )
 from layerpick.selection.result import SelectReport
@@ -64,7 +65,7 @@ def _render(report: SelectReport, written) -> None:
     side = side_by_side(report)
     if side:
         header, rows = side
-        pairs = Table(title="prompt templates side by side (the rule's metrics)")
+        pairs = Table(title="prompt templates and transforms side by side (the rule's metrics)")
         for column in header:
             pairs.add_column(column, justify="right")
         for row in rows:
@@ -72,6 +73,8 @@ def _render(report: SelectReport, written) -> None:
         console.print(pairs)
     if report.prompt:
         console.print(prompt_line(report)[2:], markup=False)
+    if report.transform:
+        console.print(transform_line(report)[2:], markup=False)
     console.print(f"selected: [bold]{report.choice}[/bold]")
     for line in cost_lines(report):
         console.print(line[2:], highlight=False)

@@ -62,6 +62,11 @@ def validate(
         "comma-separated (none,eol), to evaluate every (template, layer) pair side by side. With a template, "
         "last-token pooling is the default. Default: the --report's template, else none.",
         envvar="LAYERPICK_PROMPT")] = None,
+    transform: Annotated[Optional[str], typer.Option(
+        "--transform", help=f"Post-pooling transforms fitted per layer on the fit texts: {opt.TRANSFORM_HELP}; "
+        "several, comma-separated (none,whiten-256), are evaluated side by side. Default: the --report's, else "
+        "none.", envvar="LAYERPICK_TRANSFORM")] = None,
+    fit_texts: opt.FitTexts = None,
     representation: opt.Representation = "exported",
     batch_size: opt.BatchSize = 32,
     max_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens (default: the "
@@ -89,7 +94,8 @@ def validate(
     config = validation.ValidateConfig(
         layers=layers, report=report, output_dir=output, pooling=pooling, representation=representation,
         batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
-        task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt)
+        task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt, transform=transform,
+        fit_texts=fit_texts)
     source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
     result = validation.run_validation(source, items, config, load_options=load)
     if as_json:
@@ -132,6 +138,8 @@ def _table(data: dict) -> Table:
     vectors = "unit vectors" if data.get("normalize") else "raw vectors"
     prompt = (data.get("prompt") or {}).get("name", "none")
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
+    transform = (data.get("transform") or {}).get("name")
+    wrapped += f", transform {transform}" if transform else ""
     title = (f"{data['model']}: main score by layer ({data.get('representation')} representation, "
              f"{data.get('pooling') or 'own'} pooling, {vectors}{wrapped})")
     table = Table(title=title)
@@ -163,8 +171,8 @@ def _plain_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
 
 
 def _prompt_table(data: dict) -> Table:
-    """Every template's mean score by layer, side by side; the best (template, layer) pair marked."""
-    table = Table(title="mean score by layer and prompt template")
+    """Every (template, transform)'s mean score by layer, side by side; the best pair marked."""
+    table = Table(title="mean score by layer and prompt template (+ transform)")
     table.add_column("layer", justify="right")
     entries = data["by_prompt"]
     for label, entry in entries.items():

@@ -33,6 +33,7 @@ def to_markdown(report: SelectReport) -> str:
     ]
     lines += cost_lines(report)
     lines += [prompt_line(report)] if report.prompt else []
+    lines += [transform_line(report)] if report.transform else []
     lines += [f"- note: {note}" for note in report.notes]
     costs = report.costs
     header = [f"{n} {ARROWS[report.directions[n]]}" for n in names] + (list(COST_HEADER) if costs else [])
@@ -86,6 +87,26 @@ def prompt_line(report: SelectReport) -> str:
     return f"- prompt: {prompt['name']} (`{prompt['template']}`), wrapped by the tokenizer"
 
 
+def transform_line(report: SelectReport) -> str:
+    """The post-pooling transform the report selected with, in one line."""
+    transform = report.transform
+    if not transform:
+        return "- transform: none"
+    fit = transform["fit"]
+    return (f"- transform: {transform['name']} ({transform['output_dim']} dimensions), fitted per layer on "
+            f"{fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]}); metrics on the transformed "
+            "vectors, except token-level ones (token states are not transformed)"
+            + ("; dataset-entropy is undefined under whitening (flat by construction)"
+               if transform.get("kind") == "whiten" else ""))
+
+
+def chosen_variant(report: SelectReport) -> str:
+    """The by_prompt label of the chosen (template, transform): `none`, `eol`, `none+whiten-256`."""
+    name = (report.prompt or {}).get("name") or "none"
+    transform = (report.transform or {}).get("name")
+    return f"{name}+{transform}" if transform else name
+
+
 def side_by_side(report: SelectReport) -> tuple[list[str], list[list[str]]] | None:
     """With several templates: a header and one row per layer of the rule's metrics under every template."""
     if not report.by_prompt:
@@ -93,7 +114,7 @@ def side_by_side(report: SelectReport) -> tuple[list[str], list[list[str]]] | No
     from layerpick.selection.rules import parse_rule
 
     metrics = parse_rule(report.rule).metrics
-    chosen = (report.prompt or {}).get("name")
+    chosen = chosen_variant(report)
     header = ["layer"] + [f"{label} ({entry['pooling']}): {metric}" for label, entry in report.by_prompt.items()
                           for metric in metrics]
     rows = []
