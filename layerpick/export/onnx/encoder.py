@@ -2,7 +2,7 @@
 
 Owns: `OnnxEncoder`, which reads an export directory the way sentence-transformers does (the tokenizer, the
 length in `sentence_bert_config.json`, the pooling in `1_Pooling/config.json`, a Normalize module in
-`modules.json`), runs `onnx/model.onnx` (or the int8 graph) on CPU with onnxruntime, and pools with
+`modules.json`, a Dense module's weights after the pooling), runs `onnx/model.onnx` (or the int8 graph) on CPU with onnxruntime, and pools with
 `layerpick.core.pooling`. It exists because sentence-transformers' own `backend="onnx"` goes through optimum's
 ONNX Runtime package, which pins transformers < 4.58 and so cannot be installed beside this project's
 transformers 5 (`benchmarks/engines/` proves that load in an environment of its own).
@@ -56,9 +56,11 @@ class OnnxEncoder:
         self.max_seq_length = _max_seq_length(self.path, self.tokenizer)
         self.pooling = _pooling(self.path)
         self.normalizes = _normalizes(self.path)
+        self.dense = read_dense(self.path)
         self.session = _session(graph, threads if threads is not None else torch.get_num_threads())
         self.input_names = [node.name for node in self.session.get_inputs()]
-        self._dimension = int(self.session.get_outputs()[0].shape[-1])
+        graph_width = int(self.session.get_outputs()[0].shape[-1])
+        self._dimension = graph_width if self.dense is None else int(self.dense[0].shape[0])
 
     # ---- facts
 
@@ -135,6 +137,9 @@ class OnnxEncoder:
     def _embed(self, texts: list[str]) -> np.ndarray:
         states, mask = self.token_states(texts)
         vectors = pool(torch.from_numpy(states), torch.from_numpy(mask), self.pooling).numpy()
+        if self.dense is not None:  # the Dense module after pooling, as sentence-transformers runs it
+            weight, bias = self.dense
+            vectors = (vectors @ weight.T + bias).astype(np.float32)
         return _l2(vectors) if self.normalizes else vectors
 
 
@@ -196,6 +201,29 @@ def _pooling(directory: Path) -> str:
         raise LayerpickError(f"{directory}: the ONNX backend pools with one of {', '.join(POOLING_MODES)}; "
                              f"1_Pooling/config.json turns on {on + others or 'none'}")
     return on[0]
+
+
+def read_dense(directory: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (weight (out, in), bias (out,)) of the directory's Dense module, None without one; only the identity
+    activation layerpick writes is accepted."""
+    entries = [m for m in _modules(directory) if str(m.get("type", "")).endswith("Dense")]
+    if not entries:
+        return None
+    if len(entries) > 1:
+        raise LayerpickError(f"{directory}: the ONNX backend applies one Dense module, modules.json has "
+                             f"{len(entries)}")
+    folder = directory / entries[0].get("path", "2_Dense")
+    config = _read_json(folder / "config.json") or {}
+    activation = config.get("activation_function", "")
+    if not str(activation).endswith("Identity"):
+        raise LayerpickError(f"{folder}: the ONNX backend applies a Dense module with the identity activation "
+                             f"only (found {activation or 'none'})")
+    from safetensors.numpy import load_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    weight = weights["linear.weight"].astype(np.float32)
+    bias = weights.get("linear.bias", np.zeros(weight.shape[0], np.float32)).astype(np.float32)
+    return weight, bias
 
 
 def _normalizes(directory: Path) -> bool:
