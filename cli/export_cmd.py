@@ -88,6 +88,11 @@ def _render_onnx(console: Console, onnx: dict | None) -> None:
     console.print(f"  onnx        {onnx['file']} {onnx['bytes'] / 1e6:.1f} MB; vs the torch export: token states "
                   f"{parity['token_states_max_rel_diff']:.1e}, embeddings {parity['embeddings_max_rel_diff']:.1e} "
                   f"of the largest value (tolerance {parity['tolerance']:.0e})")
+    mapped = onnx.get("mapped")
+    if mapped:
+        console.print(f"  onnx mapped {mapped['file']} {mapped['bytes'] / 1e6:.1f} MB (the transform inside the graph, "
+                      f"for readers that skip the Dense module); embeddings {mapped['embeddings_max_rel_diff']:.1e} "
+                      "of the largest value")
     int8 = onnx.get("int8")
     if int8:
         cosines = " ".join(f"{value:.4f}" for value in int8["cosine_to_float"])

@@ -148,7 +148,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
                       fitted)
         device = str(loaded.device)  # the parity check runs the export where the reference was computed
         diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
-        onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize) if with_onnx else None
+        onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize,
+                                    fitted.affine if fitted else None) if with_onnx else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
             normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,

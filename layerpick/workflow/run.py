@@ -37,13 +37,14 @@ from layerpick._util.outputs import check_output_location, check_replaceable
 from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
-from layerpick.core.prompts import parse_prompts
+from layerpick.core.prompts import parse_prompts, prompt_from_json
 from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
 from layerpick.selection.frontier import ChoiceError, ChoiceOptions
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
+from layerpick.selection.job import SelectConfig, run_select, select_fit_texts
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.selection.rules import check_min_speedup
@@ -143,7 +144,8 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
     """Each stage's key covers its own inputs and the keys of the stages it builds on. `inputs` (from
     `input_facts`) adds what names alone do not tell: the calibration texts' hash, each task's data revision."""
     base = {"model": inputs["model"], "load": dataclasses.asdict(load_options)}
-    select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"]})
+    select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"],
+                      **({"fit_texts": inputs["fit_texts"]} if inputs.get("fit_texts") else {})})
     validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
                         "batch": config.validate_batch_size, "max_length": config.validate_max_length,
                         "normalize": config.normalize, "choice": dataclasses.asdict(config.choice)})
@@ -233,7 +235,8 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
         store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
         choice=config.choice,
-        prompt=config.select.prompt)  # None: the report's template; several: every template side by side
+        prompt=config.select.prompt,  # None: the report's template; several: every template side by side
+        transform=config.select.transform, fit_texts=config.select.fit_texts)  # None: the report's transform
     result = run_validation(model, list(config.tasks), settings, load_options=load_options)
     return result.data
 
@@ -252,12 +255,15 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
             layer: int | None, select: SelectReport) -> dict:
     """The rule's pick from the select report, or the validated `layer` with the report's pooling and
     representation."""
+    transform = (select.transform or {}).get("name")
     if layer is None:
         settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
-                                progress=progress)
+                                progress=progress, fit_texts=config.select.fit_texts)
     else:
         settings = ExportConfig(pooling=select.pooling, representation=select.representation,
-                                normalize=config.normalize, overwrite=True, progress=progress)
+                                normalize=config.normalize, overwrite=True, progress=progress,
+                                prompt=prompt_from_json(select.prompt),
+                                transform=transform, fit_texts=config.select.fit_texts)
     export_model(model, layer, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
 
@@ -279,12 +285,15 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
+    fit = select_fit_texts(parse_transforms(config.select.transform or DEFAULT_TRANSFORM), config.select)
     if config.bench is not None:
         config.bench.validate()
     select = config.select
     texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
     facts = {"model": str(Path(model).resolve()) if Path(model).exists() else model,
              "calibration": texts.describe()["sha256"], "tasks": []}
+    if fit is not None:  # the fit texts' content, not only their file name
+        facts["fit_texts"] = fit.describe()["sha256"]
     if config.tasks:
         from layerpick.validation import (  # mteb only when validating
             check_layer_words,

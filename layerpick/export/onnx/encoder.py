@@ -44,7 +44,8 @@ class OnnxEncoder:
 
     device = "cpu"
 
-    def __init__(self, directory: str | Path, file: str = FLOAT_FILE, threads: int | None = None):
+    def __init__(self, directory: str | Path, file: str = FLOAT_FILE, threads: int | None = None,
+                 apply_dense: bool = True):
         require(("onnxruntime",), purpose="an ONNX backend")
         self.path = Path(directory).expanduser()
         self.file = file
@@ -56,7 +57,7 @@ class OnnxEncoder:
         self.max_seq_length = _max_seq_length(self.path, self.tokenizer)
         self.pooling = _pooling(self.path)
         self.normalizes = _normalizes(self.path)
-        self.dense = read_dense(self.path)
+        self.dense = read_dense(self.path) if apply_dense else None  # False: the graph carries the map
         self.session = _session(graph, threads if threads is not None else torch.get_num_threads())
         self.input_names = [node.name for node in self.session.get_inputs()]
         graph_width = int(self.session.get_outputs()[0].shape[-1])

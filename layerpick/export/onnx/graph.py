@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 GRAPH_DIR = "onnx"
 FLOAT_FILE = f"{GRAPH_DIR}/model.onnx"
 INT8_FILE = f"{GRAPH_DIR}/model_quantized.onnx"  # the name infinity's optimum engine prefers on CPU
+# With a post-pooling transform: the graph whose token states already carry the affine map (it commutes with
+# mean, CLS and last-token pooling), for readers that pool the graph output and skip modules.json's Dense
+# module. TEI's ONNX backend opens the root `model.onnx` before `onnx/model.onnx`; sentence-transformers'
+# ONNX backend reads `onnx/model.onnx` and applies the Dense module itself.
+MAPPED_FILE = "model.onnx"
 OUTPUT_NAME = "last_hidden_state"
 INPUT_ORDER = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
@@ -71,17 +76,23 @@ def graph_inputs(model: nn.Module, tokenizer) -> list[str]:
 class _TokenStates(nn.Module):
     """The model as the graph sees it: named token inputs in, `last_hidden_state` out."""
 
-    def __init__(self, model: nn.Module, names: Sequence[str]):
+    def __init__(self, model: nn.Module, names: Sequence[str], affine=None):
         super().__init__()
         self.model, self.names = model, tuple(names)
+        self.mapped = affine is not None
+        if self.mapped:  # y = h @ W.T + b on every token state
+            self.register_buffer("weight", torch.tensor(affine.weight, dtype=torch.float32))
+            self.register_buffer("bias", torch.tensor(affine.bias, dtype=torch.float32))
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
         given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-        return self.model(**{name: given[name] for name in self.names}).last_hidden_state
+        states = self.model(**{name: given[name] for name in self.names}).last_hidden_state
+        return states @ self.weight.T + self.bias if self.mapped else states
 
 
-def export_graph(model: nn.Module, tokenizer, path: Path, sample_texts: Sequence[str]) -> list[str]:
-    """Trace the (float32, CPU) `model` into an ONNX graph at `path`; return the graph's input names."""
+def export_graph(model: nn.Module, tokenizer, path: Path, sample_texts: Sequence[str], affine=None) -> list[str]:
+    """Trace the (float32, CPU) `model` into an ONNX graph at `path` (with `affine`, a `core.transform.AffineMap`,
+    applied to every token state); return the graph's input names."""
     names = graph_inputs(model, tokenizer)
     limit = min(SAMPLE_TOKENS, int(getattr(tokenizer, "model_max_length", SAMPLE_TOKENS) or SAMPLE_TOKENS))
     sample = tokenizer(list(sample_texts), padding=True, truncation=True, max_length=limit, return_tensors="pt")
@@ -91,7 +102,7 @@ def export_graph(model: nn.Module, tokenizer, path: Path, sample_texts: Sequence
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with _quiet_exporter():
-            torch.onnx.export(_TokenStates(model, names).eval(), args, str(path), input_names=names,
+            torch.onnx.export(_TokenStates(model, names, affine).eval(), args, str(path), input_names=names,
                               output_names=[OUTPUT_NAME], dynamic_shapes=dynamic, opset_version=OPSET,
                               dynamo=True, external_data=weights > EXTERNAL_DATA_BYTES, verbose=False)
     except Exception as error:  # noqa: BLE001 - the exporter raises many types; the user gets one line

@@ -19,7 +19,7 @@ import numpy as np
 from torch import nn
 
 from layerpick.export.onnx import graph as onnx_graph
-from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, OnnxExportError
+from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, MAPPED_FILE, OnnxExportError
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +54,11 @@ def check_request(format: str, quantize: str | None, dtype: str, device_map: str
     return True
 
 
-def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: str | None) -> dict[str, Any]:
+def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: str | None,
+               affine=None) -> dict[str, Any]:
     """Write the graph(s) of the cut `model` into the export directory `target`, check them, and return
-    the `onnx` section of layerpick.json."""
+    the `onnx` section of layerpick.json. With `affine` (the export's post-pooling transform) also the graph
+    that carries the map in its token states (`MAPPED_FILE`), checked by pooling its output alone."""
     from sentence_transformers import SentenceTransformer
     from transformers import AutoTokenizer
 
@@ -72,7 +74,26 @@ def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: s
                "parity": check_parity(reference, graph, texts)}
     if quantize == "int8":
         section["int8"] = _int8(target, graph, texts)
+    if affine is not None:
+        section["mapped"] = _mapped(model, tokenizer, target, texts, reference, affine)
     return section
+
+
+def _mapped(model: nn.Module, tokenizer, target: Path, texts: Sequence[str], reference, affine) -> dict[str, Any]:
+    """The graph with the transform inside, pooled without the Dense module: the same embeddings."""
+    from layerpick.export.onnx.encoder import OnnxEncoder
+
+    onnx_graph.export_graph(model, tokenizer, target / MAPPED_FILE, _sample(texts), affine)
+    pooled = OnnxEncoder(target, MAPPED_FILE, apply_dense=False)
+    want = reference.encode(list(texts), batch_size=PARITY_BATCH_SIZE, convert_to_numpy=True, show_progress_bar=False)
+    diff = _relative(np.asarray(want), pooled.encode(list(texts), batch_size=PARITY_BATCH_SIZE))
+    if not diff <= PARITY_TOLERANCE:
+        raise OnnxParityError(f"ONNX parity failed: the graph with the transform inside differs from the torch "
+                              f"export by {diff:.3g} of the largest value; nothing was written")
+    return {"file": MAPPED_FILE, "bytes": onnx_graph.graph_bytes(target, MAPPED_FILE),
+            "what": "token states with the post-pooling transform applied to each (it commutes with the pooling), "
+                    "for readers that pool the graph output and skip modules.json's Dense module",
+            "embeddings_max_rel_diff": diff, "tolerance": PARITY_TOLERANCE}
 
 
 def _sample(texts: Sequence[str]) -> list[str]:
