@@ -1,4 +1,5 @@
-"""The fit set of post-pooling transforms: which unlabelled texts a transform is fitted on.
+"""The fit set of post-pooling transforms (which unlabelled texts a transform is fitted on), and the checks of a
+transform request that run before any model loads.
 
 By default the whole embedded calibration set (every text, not select's `--limit` sample: whitening to D
 dimensions needs more than D texts); `--fit-texts` takes a user's own corpus in any format `--calibration`
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from layerpick.core.calibration import CalibrationSet, load_calibration
-from layerpick.core.transform import TransformError
+from layerpick.core.transform import TransformError, TransformSpec
 
 FIT_LIMIT = 2048
 FIT_SEED = 0
@@ -34,3 +35,20 @@ def check_transform_representation(representation: str) -> None:
     if representation != "exported":
         raise TransformError("--transform needs --representation exported: a transform is shipped in the "
                              "export, and the raw residual stream is not what an export outputs")
+
+
+def prepare_fit(specs: "tuple[TransformSpec, ...]", source: str | None, representation: str, model: str | None,
+                load_options: Any) -> CalibrationSet | None:
+    """The fit texts for `specs` (None when every one is `none`), after checking, before the model loads, the
+    representation, the fit set's size against each transform and, where config.json tells it without loading,
+    the model's hidden size."""
+    if all(spec.is_identity for spec in specs):
+        return None
+    check_transform_representation(representation)
+    texts = load_fit_texts(source)
+    from layerpick.core.models import peek_hidden_size
+
+    width = peek_hidden_size(model, load_options) if model else None
+    for spec in specs:
+        spec.check(hidden_size=width, fit_count=len(texts.texts))
+    return texts

@@ -10,6 +10,7 @@ validation follow.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,29 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
     family = surgery.family_for(model)
     pipeline = _pipeline(source, tokenizer, family, notes)
     return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)
+
+
+def peek_hidden_size(name_or_path: str, options: LoadOptions = LoadOptions()) -> int | None:
+    """The model's hidden size from its config.json alone, before any weights load; None where that file is not
+    at hand without loading (a GGUF file, a hub id not cached) or the name does not resolve (the load says why)."""
+    try:
+        source = _resolve_source(name_or_path, options)
+    except LayerpickError:
+        return None
+    if source.gguf_file:
+        return None
+    config = Path(source.path) / "config.json"
+    if source.hub is not None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(source.hub.repo_id, "config.json", revision=source.hub.revision)
+        config = Path(found) if isinstance(found, str) else None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
+    except (OSError, ValueError):
+        return None
+    width = next((data.get(key) for key in ("hidden_size", "n_embd", "d_model") if isinstance(data.get(key), int)), None)
+    return width
 
 
 def _pipeline(source: "_Source", tokenizer, family: surgery.Family, notes: list[str]) -> Pipeline:

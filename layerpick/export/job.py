@@ -118,7 +118,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
                      config.transform)
     fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
-                                              plan.representation, load_options.dtype,
+                                              plan.representation, model, load_options,
                                               plan.report.transform if plan.report else None)
     with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     texts = _check_texts(config.parity_texts)

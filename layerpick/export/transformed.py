@@ -17,7 +17,7 @@ import torch
 
 from layerpick.core.calibration import CalibrationSet
 from layerpick.core.collect import CollectConfig, collect
-from layerpick.core.fit_texts import check_transform_representation, load_fit_texts, report_fit_source
+from layerpick.core.fit_texts import prepare_fit, report_fit_source
 from layerpick.core.models import LoadedModel
 from layerpick.core.transform import AffineMap, TransformSpec, fit, fit_set_of
 from layerpick.errors import LayerpickError
@@ -44,17 +44,16 @@ def fit_source(given: str | None, report: Any) -> str | None:
     return given if given is not None else report_fit_source(report)
 
 
-def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: str, dtype: str,
-                      recorded: dict[str, Any] | None) -> CalibrationSet | None:
-    """The fit texts, checked before the model loads (None for `none`)."""
+def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: str, model: str,
+                      load_options: Any, recorded: dict[str, Any] | None) -> CalibrationSet | None:
+    """The fit texts, checked before the model loads (None for `none`); with a report, they must be the texts
+    its transform was fitted on."""
     if spec.is_identity:
         return None
-    check_transform_representation(representation)
-    if dtype != "float32":
-        raise LayerpickError(f"--transform with --dtype {dtype} is not supported yet: export the transform in "
-                             "float32")
-    texts = load_fit_texts(source)
-    spec.check(fit_count=len(texts.texts))
+    if load_options.dtype != "float32":
+        raise LayerpickError(f"--transform with --dtype {load_options.dtype} is not supported yet: export the "
+                             "transform in float32")
+    texts = prepare_fit((spec,), source, representation, model, load_options)
     expected = ((recorded or {}).get("fit") or {}).get("sha256")
     if expected and expected != fit_set_of(texts.texts, texts.source).sha256:
         raise LayerpickError(f"the fit texts ({texts.source}) are not those the report's transform was fitted on "

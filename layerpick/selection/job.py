@@ -13,7 +13,7 @@ from pathlib import Path
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import CalibrationSet, load_calibration
-from layerpick.core.fit_texts import check_transform_representation, load_fit_texts
+from layerpick.core.fit_texts import prepare_fit
 from layerpick.core.transform import DEFAULT_TRANSFORM, TransformSpec, parse_transforms
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.cost import layer_costs
@@ -82,7 +82,7 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
     transforms = parse_transforms(DEFAULT_TRANSFORM if config.transform is None else config.transform)
-    fit_texts = select_fit_texts(transforms, config)
+    fit_texts = select_fit_texts(transforms, config, model, load_options)
     if len(prompts) * len(transforms) > 1 and config.min_speedup is not None:
         raise LayerpickError("--min-speedup with several prompt templates or transforms is not supported yet: "
                              "give one of each")
@@ -148,16 +148,12 @@ def variant_label(prompt_label: str, spec: TransformSpec) -> str:
     return prompt_label if spec.is_identity else f"{prompt_label}+{spec.label}"
 
 
-def select_fit_texts(transforms, config: SelectConfig) -> CalibrationSet | None:
-    """The fit set (None when no transform needs one), checked against every transform before loading."""
-    if all(spec.is_identity for spec in transforms):
-        return None
-    check_transform_representation(config.collect.representation)
+def select_fit_texts(transforms, config: SelectConfig, model: str | None = None,
+                     load_options: LoadOptions = LoadOptions()) -> CalibrationSet | None:
+    """The fit set (None when no transform needs one): --fit-texts, else the calibration source; checked
+    against every transform before loading."""
     source = config.fit_texts if config.fit_texts is not None else config.calibration
-    texts = load_fit_texts(source)
-    for spec in transforms:
-        spec.check(fit_count=len(texts.texts))
-    return texts
+    return prepare_fit(tuple(transforms), source, config.collect.representation, model, load_options)
 
 
 def _finite_scores(scores: dict[str, list]) -> dict[str, list]:

@@ -31,8 +31,7 @@ from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
-from layerpick.core.calibration import CalibrationSet
-from layerpick.core.fit_texts import check_transform_representation, load_fit_texts, report_fit_source
+from layerpick.core.fit_texts import prepare_fit, report_fit_source
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.core.prompts import (
     DEFAULT_PROMPT,
@@ -119,7 +118,9 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
     transforms = validation_transforms(config.transform, select)
-    fit_texts = fit_texts_for(transforms, config.fit_texts, select, config.representation)
+    fit_texts = None if config.exported_dir else prepare_fit(
+        transforms, config.fit_texts if config.fit_texts is not None else report_fit_source(select),
+        config.representation, model, load_options)
     options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
                             config.max_length, config.normalize, config.store_dir)
     if config.exported_dir:
@@ -178,19 +179,6 @@ def validation_transforms(value: str | None, select: SelectReport | None) -> tup
     if value is None:
         return (chosen,)
     return tuple(sorted(parse_transforms(value), key=lambda spec: spec != chosen))
-
-
-def fit_texts_for(transforms: Sequence[TransformSpec], fit_texts: str | None, select: SelectReport | None,
-                  representation: str) -> CalibrationSet | None:
-    """The fit set, read and checked against every transform's needs before the model loads."""
-    if all(spec.is_identity for spec in transforms):
-        return None
-    check_transform_representation(representation)
-    source = fit_texts if fit_texts is not None else report_fit_source(select)
-    texts = load_fit_texts(source)
-    for spec in transforms:
-        spec.check(fit_count=len(texts.texts))
-    return texts
 
 
 def by_prompt_document(setups, runs, layers: list[int]) -> dict[str, Any]:

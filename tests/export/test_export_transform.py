@@ -1,0 +1,176 @@
+"""A post-pooling transform through every stage on tiny models: select scores it, validate evaluates it, export
+ships exactly the fitted map as a Dense module (torch and ONNX agree), and a report carries it to the export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from sentence_transformers import SentenceTransformer
+
+from layerpick.core.calibration import load_calibration
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.models import load_model
+from layerpick.core.transform import fit, parse_transform
+from layerpick.export.config import ExportConfig
+from layerpick.export.job import ExportError, export_model
+from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.report import write_report
+from tests.testkit.calibration import QUIET, calibration_file
+from tests.testkit.tasks import sts_folder
+
+LAYER = 2
+TEXTS = ["the quick brown fox", "numbers like 42 and more words here", "layer selection", "a dog"]
+
+
+@pytest.fixture(scope="module")
+def fit_file(tmp_path_factory) -> str:
+    return calibration_file(tmp_path_factory.mktemp("fit"), n=40)
+
+
+@pytest.fixture(scope="module")
+def source(tiny_dirs) -> str:
+    return str(tiny_dirs("llama"))
+
+
+def layer_states(model: str, texts, layer: int = LAYER) -> torch.Tensor:
+    loaded = load_model(model)
+    return collect(loaded, loaded.pipeline.prepare(list(texts)), CollectConfig(progress=False)).layer(layer)
+
+
+@pytest.mark.parametrize("transform", ["center", "whiten-8", "abtt-2"])
+def test_the_dense_module_holds_exactly_the_fitted_map(source, fit_file, tmp_path, transform):
+    out = tmp_path / "cut"
+    result = export_model(source, LAYER, out, ExportConfig(progress=False, transform=transform, fit_texts=fit_file))
+    fit_texts = load_calibration(fit_file, limit=2048).texts
+    expected = fit(parse_transform(transform), layer_states(source, fit_texts))
+    weights = load_file(str(out / "2_Dense" / "model.safetensors"))
+    assert torch.equal(weights["linear.weight"], torch.tensor(expected.weight, dtype=torch.float32))
+    assert torch.equal(weights["linear.bias"], torch.tensor(expected.bias, dtype=torch.float32))
+    modules = [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((out / "modules.json").read_text())]
+    assert modules == ["Transformer", "Pooling", "Dense"]
+    config = json.loads((out / "2_Dense" / "config.json").read_text())
+    assert config == {"in_features": 32, "out_features": expected.out_dim, "bias": True,
+                      "activation_function": "torch.nn.modules.linear.Identity"}
+    encoded = SentenceTransformer(str(out), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    scored = expected.apply(layer_states(source, TEXTS).double().numpy())
+    assert np.abs(encoded - scored).max() <= 1e-4 * np.abs(scored).max()
+    document = json.loads((out / "layerpick.json").read_text())["transform"]
+    assert document["name"] == transform and document["output_dim"] == expected.out_dim == result.transform["output_dim"]
+    assert document["fit"]["count"] == 40 and len(document["fit"]["sha256"]) == 64
+    assert transform in (out / "README.md").read_text()
+
+
+def test_normalize_follows_the_dense_module(source, fit_file, tmp_path):
+    out = tmp_path / "cut"
+    export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
+                                                  normalize=True))
+    modules = [entry["path"] for entry in json.loads((out / "modules.json").read_text())]
+    assert modules == ["", "1_Pooling", "2_Dense", "3_Normalize"]
+    vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
+    assert vectors.shape == (4, 8) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_select_scores_each_transform_and_the_export_follows_the_report(source, fit_file, tmp_path):
+    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce,dataset-entropy",
+                          transform="none,center,whiten-8", fit_texts=fit_file, collect=QUIET)
+    report = run_select(source, config=config)
+    assert set(report.by_prompt) == {"none", "none+center", "none+whiten-8"}
+    whitened = report.by_prompt["none+whiten-8"]["scores"]
+    assert all(value is None for value in whitened["dataset-entropy"])  # flat by construction: not scored
+    assert whitened["infonce"] != report.by_prompt["none"]["scores"]["infonce"]
+    assert report.by_prompt["none+center"]["scores"]["dataset-entropy"][1] is not None
+    write_report(report, tmp_path / "select")
+    data = json.loads((tmp_path / "select" / "report.json").read_text())
+    chosen = data.get("transform") or {}
+    assert data["by_prompt"] and (chosen.get("name") or "none") in ("none", "center", "whiten-8")
+    out = tmp_path / "cut"
+    result = export_model(source, None, out, ExportConfig(progress=False, report=tmp_path / "select" / "report.json",
+                                                          fit_texts=fit_file))
+    assert (result.transform or {}).get("name") == chosen.get("name")
+    assert result.layer == report.selected_layer
+
+
+def test_a_report_refuses_other_fit_texts_and_a_contradicting_transform(source, fit_file, tmp_path):
+    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce",
+                          transform="whiten-8", fit_texts=fit_file, collect=QUIET)
+    write_report(run_select(source, config=config), tmp_path / "select")
+    report = tmp_path / "select" / "report.json"
+    with pytest.raises(ExportError, match="contradicts the report"):
+        export_model(source, None, tmp_path / "a", ExportConfig(progress=False, report=report, transform="center",
+                                                                fit_texts=fit_file))
+    (tmp_path / "other").mkdir()
+    other = calibration_file(tmp_path / "other", n=30)
+    with pytest.raises(Exception, match="not those the report's transform was fitted on"):
+        export_model(source, None, tmp_path / "b", ExportConfig(progress=False, report=report, fit_texts=other))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_validate_scores_every_transform_side_by_side(source, fit_file, tmp_path):
+    from layerpick.validation import ValidateConfig, run_validation
+
+    folder = sts_folder(tmp_path)
+    config = ValidateConfig(layers="1,2", output_dir=tmp_path / "v", store_dir=tmp_path / "store", progress=False,
+                            transform="none,whiten-8", fit_texts=fit_file)
+    data = run_validation(source, [str(folder)], config).data
+    assert set(data["by_prompt"]) == {"none", "none+whiten-8"}
+    whitened = data["by_prompt"]["none+whiten-8"]
+    assert whitened["transform"]["fit"]["count"] == 40 and whitened["transform"]["output_dim"] == 8
+    assert whitened["mean_by_layer"][1] is not None
+    assert whitened["mean_by_layer"] != data["by_prompt"]["none"]["mean_by_layer"]
+    results = sorted(p.name for p in (tmp_path / "v" / "results").iterdir())
+    assert any("whiten-8" in name for name in results) and any("whiten-8" not in name for name in results)
+
+
+def test_validating_the_export_reproduces_the_validated_transform(source, fit_file, tmp_path):
+    """The export's own output, validated, scores what validate scored for (layer, transform)."""
+    from layerpick.validation import ValidateConfig, run_validation
+
+    folder = sts_folder(tmp_path)
+    common = dict(store_dir=tmp_path / "store", progress=False)
+    layers = run_validation(source, [str(folder)], ValidateConfig(layers=str(LAYER), output_dir=tmp_path / "v1",
+                                                                  transform="whiten-8", fit_texts=fit_file,
+                                                                  **common)).data
+    export_model(source, LAYER, tmp_path / "cut", ExportConfig(progress=False, transform="whiten-8",
+                                                                 fit_texts=fit_file))
+    exported = run_validation(None, [str(folder)], ValidateConfig(exported_dir=tmp_path / "cut",
+                                                                  output_dir=tmp_path / "v2", **common)).data
+    assert exported["mean_by_layer"][LAYER] == pytest.approx(layers["mean_by_layer"][LAYER], abs=1e-4)
+
+
+def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    from layerpick.export.onnx.encoder import OnnxEncoder
+
+    out = tmp_path / "cut"
+    result = export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
+                                                           format="onnx"))
+    torch_vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
+    with_dense = OnnxEncoder(out).encode(TEXTS)  # onnx/model.onnx, then the Dense module (as ST's ONNX backend)
+    mapped = OnnxEncoder(out, "model.onnx", apply_dense=False).encode(TEXTS)  # the map inside the graph
+    scale = np.abs(torch_vectors).max()
+    assert with_dense.shape == mapped.shape == (4, 8)
+    assert np.abs(with_dense - torch_vectors).max() <= 1e-4 * scale
+    assert np.abs(mapped - torch_vectors).max() <= 1e-4 * scale
+    assert result.onnx["mapped"]["file"] == "model.onnx" and result.onnx["mapped"]["embeddings_max_rel_diff"] <= 1e-4
+    raw = OnnxEncoder(out, "model.onnx", apply_dense=True)  # applying Dense to the mapped graph would be wrong
+    assert raw.get_embedding_dimension() == 8
+
+
+def test_transform_requests_fail_before_loading(tmp_path, fit_file):
+    few = tmp_path / "few.txt"
+    few.write_text("one text\nanother text\n")
+    cases = [(dict(transform="whitten"), "unknown transform 'whitten'"),
+             (dict(transform="whiten-64", fit_texts=fit_file), "needs at least 65 fit texts"),
+             (dict(transform="whiten-8", fit_texts=str(few)), "needs at least 9 fit texts (got 2)"),
+             (dict(transform="none,center"), "takes one transform"),
+             (dict(transform="center", representation="raw"), "--representation exported")]
+    for options, message in cases:
+        with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
+            export_model("./no/such/model", 1, tmp_path / "out", ExportConfig(progress=False, **options))
+    assert not (tmp_path / "out").exists()
