@@ -13,6 +13,7 @@ from typing import Any
 
 from layerpick.core.calibration import CalibrationSet, load_calibration
 from layerpick.core.transform import TransformError, TransformSpec
+from layerpick.errors import CalibrationError
 
 FIT_LIMIT = 2048
 FIT_SEED = 0
@@ -20,7 +21,10 @@ FIT_SEED = 0
 
 def load_fit_texts(source: str | None, *, limit: int = FIT_LIMIT) -> CalibrationSet:
     """The fit texts from `source` (None: the embedded calibration set), cleaned, deduplicated, sampled."""
-    return load_calibration(source, limit=limit, seed=FIT_SEED)
+    try:
+        return load_calibration(source, limit=limit, seed=FIT_SEED)
+    except CalibrationError as error:
+        raise CalibrationError(f"--fit-texts: {error}") from None
 
 
 def report_fit_source(report: Any) -> str | None:

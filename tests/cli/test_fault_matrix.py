@@ -155,6 +155,31 @@ CASES: dict[str, list[tuple]] = {
         ("unknown-option", "collect --no-such-option", USAGE, ["No such option"]),
     ],
 }
+TRANSFORM_FAULTS = [  # select, validate, export and run: checked before the model's weights are read
+    ("transform-unknown", "--transform whitten", USER, ["unknown transform 'whitten'", "did you mean 'whiten'"]),
+    ("transform-size-not-a-number", "--transform whiten-x", USER, ["must be a positive integer"]),
+    ("transform-above-hidden-size", "--transform whiten-64", USER,
+     ["whiten-64: 64 output dimensions is more than the model's hidden size (32)"]),
+    ("transform-above-fit-set", "--transform whiten-8 --fit-texts {fewfit}", USER,
+     ["whiten-8 needs at least 9 fit texts (got 3)", "--fit-texts"]),
+    ("fit-texts-missing", "--transform center --fit-texts {ws}/none.txt", USER, ["--fit-texts", "not found"]),
+    ("transform-with-raw", "--transform center --representation raw", USER,
+     ["--transform needs --representation exported"]),
+]
+
+
+def transform_rows(command: str, tail: str, skip: tuple[str, ...] = ()) -> list[tuple]:
+    return [(case, f"{command} {{random}} {tail} {option}", code, words) for case, option, code, words in
+            TRANSFORM_FAULTS if case not in skip]
+
+
+CASES["select"] += transform_rows("select", "--limit 12 --metrics dime -q")
+CASES["validate"] += transform_rows("validate", "--tasks {sts} --layers 1 --output {ws}/v --store {store} -q")
+CASES["export"] += transform_rows("export", "--layer 2 --output {ws}/cut -q", skip=("transform-with-raw",)) + [
+    ("transform-several", "export {random} --layer 2 --output {ws}/cut --transform none,center", USER,
+     ["--transform takes one transform for an export"]),
+]
+CASES["run"] += transform_rows("run", "--limit 12 --metrics dime --no-bench --output {ws}/r -q")
 MPS = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 SKIPS = {"no-cuda": (not NO_CUDA, "this machine has CUDA"), "no-mps": (MPS, "this machine has MPS"),
          "output-unwritable": (not Path("/sys").is_dir(), "no /sys here"),
@@ -184,6 +209,7 @@ def fixtures(tiny_dirs, tmp_path_factory) -> dict[str, str]:
     (root / "gguf" / "model.gguf").write_text("this is not a GGUF file\n")
     paths["notgguf"] = root / "gguf" / "model.gguf"
     paths["blank"] = _write(root / "blank.txt", b"\n\n")
+    paths["fewfit"] = _write(root / "fewfit.txt", b"one unlabelled text\nanother one\na third\n")
     paths["latin1"] = _write(root / "latin1.txt", "caf\u00e9\n".encode("latin-1"))
     paths["zerowidth"] = _write(root / "zerowidth.txt", "a real text\n\u200b\n".encode())
     paths["file"] = _write(root / "a-file", b"x")
