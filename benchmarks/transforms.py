@@ -22,6 +22,8 @@ from pathlib import Path
 from benchmarks.rule_evidence import TASKS, task_folders
 from layerpick.core.collect import CollectConfig
 from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.report import chosen_variant
+from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
 from layerpick.validation.config import ValidateConfig
 from layerpick.validation.run import run_validation
 
@@ -46,12 +48,103 @@ def _variant(data: dict) -> str:
     return prompt if transform == "none" else f"{prompt}+{transform}"
 
 
-def select(model: str, prompt: str, transform: str, args) -> dict:
-    config = SelectConfig(limit=args.limit, metrics="infonce", prompt=prompt, transform=transform,
+def select(model: str, prompt: str, transforms: str, args) -> dict:
+    """One select over every transform (the same passes): each variant's own pick by the default rule, and the
+    rule's pick across variants."""
+    config = SelectConfig(limit=args.limit, metrics="infonce", prompt=prompt, transform=transforms,
                           collect=CollectConfig(max_length=args.max_length, progress=False))
     report = run_select(model, config=config)
-    return {"selected_layer": report.selected_layer, "infonce": report.scores["infonce"],
-            "transform": report.transform, "timings": report.timings}
+    entries = report.by_prompt or {prompt: {"scores": report.scores}}
+    rule = parse_rule(DEFAULT_RULE)
+    own = {label: choose_layer(entry["scores"], rule).layer for label, entry in entries.items()}
+    return {"across": {"variant": chosen_variant(report), "layer": report.selected_layer},
+            "by_variant": own, "infonce": {label: e["scores"]["infonce"] for label, e in entries.items()},
+            "timings": report.timings}
+
+
+TASK_TYPES = {"STS": ["STSBenchmark", "SICK-R", "BIOSSES"],
+              "classification": ["Banking77Classification", "EmotionClassification",
+                                 "AmazonCounterfactualClassification"],
+              "pair classification": ["TwitterSemEval2015"], "retrieval": ["SciFact"],
+              "clustering": ["Banking77Clustering_derived"]}
+
+
+def read_validations(work_dirs: list[Path]) -> dict[str, dict[str, dict]]:
+    """model -> tag -> validation.json, from every work folder's validate/<model>-<prompt>-<fit>/."""
+    found: dict[str, dict[str, dict]] = {}
+    for work in work_dirs:
+        for path in sorted((work / "validate").glob("*/validation.json")):
+            data = json.loads(path.read_text())
+            found.setdefault(data["model"], {})[path.parent.name] = data
+    return found
+
+
+def variants_of(data: dict) -> dict[str, dict]:
+    return data.get("by_prompt") or {_variant(data): {
+        "mean_by_layer": data["mean_by_layer"],
+        "tasks": {t: v["main_score_by_layer"] for t, v in data["tasks"].items()}}}
+
+
+def _best(means: list, layers) -> int | None:
+    scored = [k for k in layers if k >= 1 and k < len(means) and means[k] is not None]
+    return max(scored, key=lambda k: (means[k], -k)) if scored else None
+
+
+def _type_mean(tasks: dict, names: list[str], layer: int) -> float | None:
+    values = [tasks[n][layer] for n in names if n in tasks and tasks[n][layer] is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _f(value, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def model_section(model: str, data: dict, picks: dict[str, int]) -> list[str]:
+    speedup = data["cost"]["ideal_speedup"]
+    variants = variants_of(data)
+    L = data["num_layers"]
+    plain = variants.get("none", {}).get("mean_by_layer")
+    plain_best = _best(plain, range(L + 1)) if plain else None
+    lines = [f"### {model} ({L} layers)", ""]
+    if plain_best is not None:
+        lines += [f"Best untransformed layer: {plain_best} (mean {_f(plain[plain_best])}, ideal speed-up "
+                  f"{speedup[plain_best]:.2f}x).", ""]
+    lines += ["| variant | best layer (mean, ideal speed-up) | best layer at >= 3x | rule pick (mean, speed-up) | "
+              "rule regret vs best of all | " + " | ".join(TASK_TYPES) + " (at best layer) |",
+              "|---|---|---|---|---|" + "---|" * len(TASK_TYPES)]
+    overall = max((v["mean_by_layer"][k] for v in variants.values() for k in range(1, L + 1)
+                   if v["mean_by_layer"][k] is not None), default=None)
+    for label, entry in variants.items():
+        means = entry["mean_by_layer"]
+        best = _best(means, range(L + 1))
+        fast = _best(means, [k for k in range(L + 1) if speedup[k] >= 3.0])
+        pick = picks.get(label)
+        pick_cell = "–" if pick is None else f"{pick} ({_f(means[pick])}, {speedup[pick]:.2f}x)"
+        regret = None if pick is None or overall is None or means[pick] is None else overall - means[pick]
+        types = [_f(_type_mean(entry["tasks"], names, best)) for names in TASK_TYPES.values()]
+        lines.append(f"| {label} | {best} ({_f(means[best])}, {speedup[best]:.2f}x) | "
+                     f"{'–' if fast is None else f'{fast} ({_f(means[fast])}, {speedup[fast]:.2f}x)'} | "
+                     f"{pick_cell} | {_f(regret)} | " + " | ".join(types) + " |")
+    across = picks.get("across")
+    if across and across["variant"] in variants:
+        layer, means = across["layer"], variants[across["variant"]]["mean_by_layer"]
+        lines += ["", f"`min-infonce` across every (transform, layer) pair picks {across['variant']} layer {layer}: "
+                      f"mean {_f(means[layer])}, ideal speed-up {speedup[layer]:.2f}x."]
+    lines += ["", "Mean of the nine main scores by layer:", "",
+              "| layer | ideal speed-up | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
+    for k in range(L + 1):
+        cells = [_f(v["mean_by_layer"][k]) for v in variants.values()]
+        lines.append(f"| {k} | {speedup[k]:.2f}x | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def render(work_dirs: list[Path], picks: dict[str, dict[str, int]]) -> str:
+    validations = read_validations(work_dirs)
+    lines = []
+    for model, tags in validations.items():
+        for tag, data in sorted(tags.items()):
+            lines += [f"<!-- {tag} -->"] + model_section(model, data, picks.get(model, {}))
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -66,7 +159,18 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=300)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--limit", type=int, default=256)
+    parser.add_argument("--render", nargs="*", type=Path, help="only render these work folders' results")
     args = parser.parse_args()
+    if args.render is not None:
+        picks = {}
+        for work in args.render:
+            results = work / "results.json"
+            for model, entry in (json.loads(results.read_text()) if results.exists() else {}).items():
+                for one in entry.get("select", {}).values():
+                    picks.setdefault(model, {}).update(one["by_variant"])
+                    picks[model]["across"] = one["across"]
+        print(render(args.render, picks))
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     folders = task_folders(args.data, args.work, args.max_rows, TASKS)
     results_path = args.work / "results.json"
@@ -84,9 +188,8 @@ def main() -> None:
                         entry["task"].setdefault(variant, {}).update(one.get("tasks", {}))
                     save(results, results_path)
             if args.select:
-                for transform in args.transforms.split(","):
-                    entry["select"][f"{prompt}+{transform}"] = select(model, prompt, transform, args)
-                    save(results, results_path)
+                entry["select"][prompt] = select(model, prompt, args.transforms, args)
+                save(results, results_path)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

@@ -83,6 +83,13 @@ def _render(result: BenchResult) -> None:
                   f"{result.threads} threads, export on {result.backend}. Ratios are export / full.")
     if result.memory_method:
         console.print(f"memory: {result.memory_method}")
+    if result.transform:
+        cost = ", ".join(f"{batch}: {entry['us_per_text']:.1f} us per text"
+                         + (f" ({entry['share_of_export_time']:.2%} of the export's time)"
+                            if entry["share_of_export_time"] is not None else "")
+                         for batch, entry in result.transform["cost"].items())
+        console.print(f"transform {result.transform['name']} ({result.transform['input_dim']} -> "
+                      f"{result.transform['output_dim']}): {cost}", highlight=False)
     for note in result.notes:
         console.print(f"note: {note}")
 

@@ -96,10 +96,12 @@ def weight_files(directory: Path) -> list[Path]:
 
 def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     """A copy of the exported directory whose transformer has the full model's config and weights
-    (weights linked, not copied): same tokenizer, pooling and normalisation, all L layers."""
+    (weights linked, not copied): same tokenizer, pooling and normalisation, all L layers, and without the
+    export's post-pooling transform (a Dense module), which the full model as a user has it does not run."""
     target = work / "baseline"
     module = transformer_dir(exported).relative_to(exported)
-    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx"))  # the full model runs on torch
+    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx", "model.onnx"))  # torch runs the full model
+    _drop_dense(target)
     module_dir = target / module
     for stale in weight_files(module_dir) + [module_dir / name for name in WEIGHT_INDEXES]:
         stale.unlink(missing_ok=True)
@@ -107,6 +109,17 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     _link_weights(full, module_dir)
     (target / METADATA_FILE).unlink(missing_ok=True)
     return target
+
+
+def _drop_dense(directory: Path) -> None:
+    modules_file = directory / "modules.json"
+    modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    dense = [m for m in modules if str(m.get("type", "")).endswith("Dense")]
+    for entry in dense:
+        shutil.rmtree(directory / entry["path"], ignore_errors=True)
+    if dense:
+        kept = [m for m in modules if m not in dense]
+        modules_file.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
 
 
 def _link_weights(full: Path, module_dir: Path) -> None:

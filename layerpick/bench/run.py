@@ -67,6 +67,7 @@ class BenchResult:
     memory_method: str | None
     notes: list[str] = field(default_factory=list)
     backend: str = "torch"  # what ran the export; the full model always runs on torch
+    transform: dict[str, Any] | None = None  # the export's post-pooling transform and its measured cost
 
     def to_json(self) -> dict[str, Any]:
         """bench.json's content (`layerpick bench --json`)."""
@@ -150,7 +151,39 @@ def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str
         texts=len(run.texts), repeats=config.repeats, device=run.device, threads=threads,
         memory_method=memory_method(run.device, all_reset(memory)) if memory is not None else None,
         notes=_notes(run.name, config, metadata, threads), backend=config.backend,
+        transform=transform_cost(run.paths["exported"], config.batch_sizes, timings, metadata),
     )
+
+
+def transform_cost(directory: Path, batch_sizes, timings: dict[int, dict[str, Measurement]],
+                   metadata: dict | None, repeats: int = 50) -> dict[str, Any] | None:
+    """The Dense module's own time per text at each batch size (a matrix product on random pooled vectors of
+    its input width, median of `repeats`), and its share of the export's measured time per text."""
+    import time
+
+    import torch
+
+    from layerpick.export.onnx.encoder import read_dense
+
+    dense = read_dense(Path(directory))
+    if dense is None:
+        return None
+    weight, bias = (torch.from_numpy(part) for part in dense)
+    cost = {}
+    for size in batch_sizes:
+        vectors = torch.randn(size, weight.shape[1])
+        samples = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            torch.nn.functional.linear(vectors, weight, bias)
+            samples.append(time.perf_counter() - began)
+        per_text = sorted(samples)[len(samples) // 2] / size
+        total = 1.0 / timings[size]["exported"].texts_per_s if timings[size]["exported"].texts_per_s else None
+        cost[f"batch {size}"] = {"us_per_text": per_text * 1e6,
+                                 "share_of_export_time": per_text / total if total else None}
+    described = (metadata or {}).get("transform") or {}
+    return {"name": described.get("name"), "input_dim": int(weight.shape[1]), "output_dim": int(weight.shape[0]),
+            "cost": cost}
 
 
 def _facts(name: str, weights_dir: Path, model) -> ModelFacts:
@@ -199,6 +232,9 @@ def _notes(name: str, config: BenchConfig, metadata: dict | None, threads: int) 
         notes += [str(note) for note in source.get("notes") or []]
     chosen = "from --threads" if config.threads is not None else "torch's setting, --threads not given"
     notes.append(f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes")
+    if (metadata or {}).get("transform"):
+        notes.append("the export runs its post-pooling transform (a Dense module) inside the timed encode; the "
+                     "baseline, the full model as it is, runs none")
     if config.backend != "torch":
         notes.append(f"the export runs on {config.backend} (onnxruntime, CPU, {threads} intra-op threads); "
                      "the full model on torch")
