@@ -94,6 +94,7 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "exported_layer": result.export["layer"],
         "choice": result.config.choice.describe(),
         "prompt": result.select.prompt,
+        "transform": result.export.get("transform"),
         "validation": comparison,
         "speedup": speedup_summary(result.bench),
         "export": str(result.export_dir),
@@ -120,6 +121,8 @@ def _render(result: RunResult, files: list[Path]) -> None:
         f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
     prompt = (select.prompt or {}).get("name", "none")
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
+    transform = result.export.get("transform")
+    wrapped += f", transform {transform['name']} ({transform['output_dim']} dimensions)" if transform else ""
     console.print(f"[bold]layer {layer} of {select.num_layers}[/bold] ({how}{wrapped})")
     comparison = (result.validation or {}).get("comparison")
     if comparison:

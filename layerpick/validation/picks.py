@@ -42,6 +42,32 @@ def frontier_section(means: Sequence[float | None], costs: LayerCosts | None, la
             "best_layer": validated.best_layer, "best_score": validated.best_score}
 
 
+def pair_frontier_section(table: dict[str, dict[str, Any]], costs: LayerCosts | None, layers: Sequence[int],
+                          options: ChoiceOptions) -> dict[str, Any] | None:
+    """With several (template, transform) variants: the frontier over every (variant, layer) pair (mean score
+    against ideal speed-up), the best pair, and the pair `options` choose (`--choose validated`: the best;
+    `--max-loss X`: the fastest pair within X of the best, the better one on ties)."""
+    if costs is None:
+        return None
+    speedup = costs.ideal_speedup
+    pairs = [(label, k, entry["mean_by_layer"][k]) for label, entry in table.items() for k in layers
+             if k >= 1 and entry["mean_by_layer"][k] is not None]
+    if not pairs:
+        return None
+    best = max(pairs, key=lambda p: (p[2], speedup[p[1]]))
+    within = [p for p in pairs if p[2] >= best[2] - (options.max_loss or 0.0) - 1e-12]
+    chosen = max(within, key=lambda p: (speedup[p[1]], p[2])) if options.max_loss is not None else best
+    on_frontier = [p for p in pairs if not any(q[2] >= p[2] and speedup[q[1]] >= speedup[p[1]]
+                                               and (q[2] > p[2] or speedup[q[1]] > speedup[p[1]]) for q in pairs)]
+
+    def entry(pair) -> dict[str, Any]:
+        return {"variant": pair[0], "layer": pair[1], "score": pair[2], "loss": best[2] - pair[2],
+                "ideal_speedup": speedup[pair[1]]}
+
+    return {"pairs": [entry(p) for p in sorted(on_frontier, key=lambda p: -speedup[p[1]])], "best": entry(best),
+            "chosen": entry(chosen) if options.validated else None, "max_loss": options.max_loss}
+
+
 def reason(picks: dict[str, dict[str, Any]], options: ChoiceOptions) -> str:
     """Why the chosen layer is the one to export, and what it gives up against the best layer."""
     validated = picks["validated"]

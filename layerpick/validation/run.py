@@ -47,7 +47,7 @@ from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.config import ValidateConfig
-from layerpick.validation.picks import frontier_section
+from layerpick.validation.picks import frontier_section, pair_frontier_section
 from layerpick.validation.plot import plot_frontier_png, plot_validation
 from layerpick.validation.sources import (
     Setup,
@@ -147,6 +147,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     data = _document(setup, specs, runs[0], chosen, select, started, config.choice)
     if len(setups) > 1:
         data = {**data, **by_prompt_document(setups, runs, chosen)}
+        data["pair_frontier"] = pair_frontier_section(data["by_prompt"], _costs(setup.facts), chosen, config.choice)
         data["failures"] = {f"{name} ({one.variant})": failure for one, outcomes in zip(setups, runs)
                             for name, failure in _failures(outcomes).items()}
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
@@ -296,8 +297,10 @@ def labels_as_arrays(task):
     column, which every metric converts row by row through Arrow: 35 of 54 s of one AmazonCounterfactual
     evaluation (600 test rows, 10 experiments, 2 splits) on this 2-core machine. Converted once per experiment
     instead, the scores are the same numbers. Only this task instance is changed; other tasks are untouched."""
-    original = getattr(task, "_calculate_scores", None)
-    if original is not None:
+    from mteb.abstasks.classification import AbsTaskClassification
+
+    if isinstance(task, AbsTaskClassification):
+        original = task._calculate_scores
         task._calculate_scores = lambda y_test, y_pred: original(np.asarray(y_test), y_pred)
     return task
 

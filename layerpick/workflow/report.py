@@ -83,11 +83,14 @@ def _answer(result: RunResult) -> list[Block]:
     else:
         lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
                  f"`{select.rule}` without labels{_prompt_words(select)}."]
+    lines[0] = lines[0][:-1] + _transform_words(result.export.get("transform")) + "."
     comparison = (result.validation or {}).get("comparison")
     if comparison:
         last, best = comparison["last"], comparison["best"]
-        chosen = {"mean_score": result.validation["mean_by_layer"][k]}
-        lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}, "
+        pair = (result.validation.get("pair_frontier") or {}).get("chosen") if result.config.choice.validated else None
+        chosen = {"mean_score": pair["score"] if pair else result.validation["mean_by_layer"][k]}
+        variant = f" ({pair['variant']}; the rest for {_variant_of(result.validation)})" if pair else ""
+        lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}{variant}, "
                      f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
                      f"{best['layer']} ({_tasks(result.validation)}).")
     else:
@@ -102,6 +105,19 @@ def _prompt_words(select) -> str:
         return ""
     among = f" (chosen among {', '.join(select.by_prompt)})" if select.by_prompt else ""
     return f", with the prompt template `{prompt['name']}`{among}, which the export applies by itself"
+
+
+def _variant_of(validation: dict) -> str:
+    prompt = (validation.get("prompt") or {}).get("name") or "none"
+    transform = (validation.get("transform") or {}).get("name")
+    return f"{prompt}+{transform}" if transform else prompt
+
+
+def _transform_words(transform: dict | None) -> str:
+    if not transform:
+        return ""
+    return (f"; the export applies a `{transform['name']}` transform after pooling ({transform['output_dim']} "
+            f"dimensions, fitted on {transform['fit']['count']} unlabelled texts of {transform['fit']['source']})")
 
 
 def _speed_sentence(result: RunResult) -> str:
@@ -120,6 +136,7 @@ def _model(result: RunResult) -> list[Block]:
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
             ["prompt", _prompt_cell(select.prompt)],
+            ["transform", (result.export.get("transform") or {}).get("name") or "none"],
             ["dtype", select.dtype], ["device", select.device or "not recorded"]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]

@@ -129,7 +129,8 @@ def _run_stages(model: str, output: Path, load_options: LoadOptions, config: Run
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
     layer = exported_layer(config, result.validation)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
-                           lambda: _export(model, load_options, config, output, progress, layer, result.select))
+                           lambda: _export(model, load_options, config, output, progress, layer, result.select,
+                                           exported_variant(config, result.validation)))
     if config.bench is not None:
         result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
                               lambda: _bench(config.bench, output, progress))
@@ -242,27 +243,46 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
 
 
 def exported_layer(config: RunConfig, validation: dict[str, Any] | None) -> int | None:
-    """The layer chosen from the validation (`--choose validated`, `--max-loss`), or None for the rule's pick."""
+    """The layer chosen from the validation (`--choose validated`, `--max-loss`), or None for the rule's pick;
+    with several variants validated, the chosen (variant, layer) pair's layer (`exported_variant` its variant)."""
     if not config.choice.validated:
         return None
+    pair = exported_variant(config, validation)
+    if pair is not None:
+        return int(pair["layer"])
     section = (validation or {}).get("frontier") or {}
     if section.get("chosen_layer") is None:
         raise ChoiceError("no layer could be chosen from the validation (no evaluated layer >= 1 has a mean score)")
     return int(section["chosen_layer"])
 
 
+def exported_variant(config: RunConfig, validation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The (template, transform) pair the validation chose across variants, with its template and transform;
+    None with one variant (or no validated choice)."""
+    chosen = ((validation or {}).get("pair_frontier") or {}).get("chosen")
+    if not config.choice.validated or not chosen:
+        return None
+    entry = validation["by_prompt"][chosen["variant"]]
+    return {**chosen, "template": entry.get("template"), "pooling": entry.get("pooling"),
+            "transform": (entry.get("transform") or {}).get("name")}
+
+
 def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool,
-            layer: int | None, select: SelectReport) -> dict:
+            layer: int | None, select: SelectReport, variant: dict[str, Any] | None = None) -> dict:
     """The rule's pick from the select report, or the validated `layer` with the report's pooling and
-    representation."""
+    representation (or the chosen variant's template, pooling and transform)."""
     transform = (select.transform or {}).get("name")
     if layer is None:
         settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
                                 progress=progress, fit_texts=config.select.fit_texts)
     else:
-        settings = ExportConfig(pooling=select.pooling, representation=select.representation,
-                                normalize=config.normalize, overwrite=True, progress=progress,
-                                prompt=prompt_from_json(select.prompt),
+        prompt = prompt_from_json(select.prompt)
+        pooling = select.pooling
+        if variant is not None:
+            prompt = prompt_from_json({"template": variant["template"]})
+            pooling, transform = variant["pooling"], variant["transform"]
+        settings = ExportConfig(pooling=pooling, representation=select.representation,
+                                normalize=config.normalize, overwrite=True, progress=progress, prompt=prompt,
                                 transform=transform, fit_texts=config.select.fit_texts)
     export_model(model, layer, output / "model", settings, load_options=load_options)
     return _read_json(output / "model" / METADATA_FILE)
