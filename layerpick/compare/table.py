@@ -39,8 +39,8 @@ def table_row(entry: Entry) -> dict[str, Any]:
     num, selected = entry.num_layers, entry.selected_layer
     row: dict[str, Any] = {
         "label": entry.label, "model": entry.model, "revision": entry.revision, "num_layers": num,
-        "rule": entry.rule, "selected_layer": selected, "selected_depth": _depth(selected, num),
-        "validated": entry.validation is not None,
+        "rule": entry.rule, "transform": _transform_name(entry), "selected_layer": selected,
+        "selected_depth": _depth(selected, num), "validated": entry.validation is not None,
         "selected_score": None, "last_layer": num, "last_score": None, "best_layer": None, "best_depth": None,
         "best_score": None, "gain_over_last": None, "gap_to_best": None,
     }
@@ -53,6 +53,11 @@ def table_row(entry: Entry) -> dict[str, Any]:
                best_layer=best, best_depth=_depth(best, num), best_score=scores["best"]["mean_score"],
                gain_over_last=scores["selected_minus_last"], gap_to_best=scores["selected_minus_best"])
     return row
+
+
+def _transform_name(entry: Entry) -> str:
+    """The post-pooling transform the model's layers were chosen (or validated) under; `none` without one."""
+    return str((entry.main.data.get("transform") or {}).get("name") or "none")
 
 
 def _model_data(entry: Entry) -> dict[str, Any]:
@@ -92,9 +97,9 @@ def _depth(layer: int | None, num: int) -> float | None:
 # ---------------------------------------------------------------------------------------------- compare.md
 
 _TABLE_HEAD = [
-    "| model | L | rule | selected | depth | score (selected) | score (last) | best layer | depth (best) "
-    "| score (best) | gain vs last |",
-    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| model | L | rule | transform | selected | depth | score (selected) | score (last) | best layer "
+    "| depth (best) | score (best) | gain vs last |",
+    "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
 
 
@@ -119,7 +124,8 @@ def to_markdown(data: dict[str, Any]) -> str:
 
 
 def _table_line(row: dict[str, Any]) -> str:
-    cells = [_md(row["label"]), str(row["num_layers"]), _md(row["rule"] or "–"), _int(row["selected_layer"]),
+    cells = [_md(row["label"]), str(row["num_layers"]), _md(row["rule"] or "–"), _md(row.get("transform") or "none"),
+             _int(row["selected_layer"]),
              _depth_cell(row["selected_depth"]), format_score(row["selected_score"]), format_score(row["last_score"]),
              _int(row["best_layer"]), _depth_cell(row["best_depth"]), format_score(row["best_score"]),
              _signed(row["gain_over_last"])]

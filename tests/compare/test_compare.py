@@ -97,9 +97,9 @@ def test_files_written(three_models, tmp_path):
     assert (out / "metric-dime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "compare.json").read_text()) == json.loads(json.dumps(result.data))
     markdown = (out / "compare.md").read_text()
-    assert "| org/small | 6 | max-dataset-entropy | 3 | 0.50 | 0.7000 | 0.6200 | 3 | 0.50 | 0.7000 | +0.0800 |" \
+    assert "| org/small | 6 | max-dataset-entropy | none | 3 | 0.50 | 0.7000 | 0.6200 | 3 | 0.50 | 0.7000 | +0.0800 |" \
         in markdown
-    assert "| large-alias | 30 | max-dataset-entropy | 12 | 0.40 | – |" in markdown
+    assert "| large-alias | 30 | max-dataset-entropy | none | 12 | 0.40 | – |" in markdown
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
