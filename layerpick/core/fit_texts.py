@@ -56,3 +56,18 @@ def prepare_fit(specs: "tuple[TransformSpec, ...]", source: str | None, represen
     for spec in specs:
         spec.check(hidden_size=width, fit_count=len(texts.texts))
     return texts
+
+
+AUTO = "auto"
+AUTO_LANGUAGE_MODEL = "whiten-256"  # what `auto` means for a model that is not a trained sentence embedder
+
+
+def expand_auto(value: str | None, model: str | None, load_options: Any) -> str | None:
+    """`auto` in a transform list: `none` for a trained sentence embedder (a model shipping its own
+    sentence-transformers pipeline), AUTO_LANGUAGE_MODEL for any other model (benchmarks/results/transforms.md)."""
+    if value is None or AUTO not in [part.strip().lower() for part in value.split(",")]:
+        return value
+    from layerpick.core.models import peek_is_embedder
+
+    chosen = "none" if model and peek_is_embedder(model, load_options) else AUTO_LANGUAGE_MODEL
+    return ",".join(chosen if part.strip().lower() == AUTO else part for part in value.split(","))

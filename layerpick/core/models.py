@@ -144,24 +144,33 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
 def peek_hidden_size(name_or_path: str, options: LoadOptions = LoadOptions()) -> int | None:
     """The model's hidden size from its config.json alone, before any weights load; None where that file is not
     at hand without loading (a GGUF file, a hub id not cached) or the name does not resolve (the load says why)."""
-    try:
-        source = _resolve_source(name_or_path, options)
-    except LayerpickError:
-        return None
-    if source.gguf_file:
-        return None
-    config = Path(source.path) / "config.json"
-    if source.hub is not None:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(source.hub.repo_id, "config.json", revision=source.hub.revision)
-        config = Path(found) if isinstance(found, str) else None
+    config = _peek_file(name_or_path, options, "config.json")
     try:
         data = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
     except (OSError, ValueError):
         return None
-    width = next((data.get(key) for key in ("hidden_size", "n_embd", "d_model") if isinstance(data.get(key), int)), None)
-    return width
+    return next((data[key] for key in ("hidden_size", "n_embd", "d_model") if isinstance(data.get(key), int)), None)
+
+
+def peek_is_embedder(name_or_path: str, options: LoadOptions = LoadOptions()) -> bool:
+    """Whether the model is a trained sentence embedder (it ships its own sentence-transformers pipeline,
+    modules.json), told from its files before any weights load."""
+    return _peek_file(name_or_path, options, "modules.json") is not None
+
+
+def _peek_file(name_or_path: str, options: LoadOptions, filename: str) -> Path | None:
+    """One of the model's own files, where it is at hand without loading; else None."""
+    try:
+        source = _resolve_source(name_or_path, options)
+    except LayerpickError:
+        return None
+    if source.hub is not None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(source.hub.repo_id, filename, revision=source.hub.revision)
+        return Path(found) if isinstance(found, str) else None
+    path = Path(source.path) / filename
+    return path if path.is_file() and not (source.gguf_file and filename == "config.json") else None
 
 
 def _pipeline(source: "_Source", tokenizer, family: surgery.Family, notes: list[str]) -> Pipeline:

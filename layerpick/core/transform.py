@@ -90,8 +90,8 @@ def parse_transform(value: str) -> TransformSpec:
     if kind not in KINDS:
         close = difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise TransformError(f"unknown transform {value!r}{hint} (choose none, center, whiten, whiten-D, abtt, "
-                             "abtt-K)")
+        raise TransformError(f"unknown transform {value!r}{hint} (choose auto, none, center, whiten, whiten-D, "
+                             "abtt, abtt-K)")
     if not size:
         return TransformSpec(kind, DEFAULT_ABTT if kind == "abtt" else None)
     if kind in ("none", "center"):

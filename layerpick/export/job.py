@@ -32,6 +32,7 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
+from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.export import model_card, prompted, st_layout, transformed
 from layerpick.export.onnx import step as onnx_step
@@ -116,7 +117,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
-                     config.transform)
+                     expand_auto(config.transform, model, load_options))
     fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
                                               plan.representation, model, load_options,
                                               plan.report.transform if plan.report else None)

@@ -13,7 +13,7 @@ from pathlib import Path
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import CalibrationSet, load_calibration
-from layerpick.core.fit_texts import prepare_fit
+from layerpick.core.fit_texts import expand_auto, prepare_fit
 from layerpick.core.transform import DEFAULT_TRANSFORM, TransformSpec, parse_transforms
 from layerpick.core.collect import CollectConfig, effective_max_length
 from layerpick.core.cost import layer_costs
@@ -81,7 +81,8 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     metrics = config.check()
     load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
-    transforms = parse_transforms(DEFAULT_TRANSFORM if config.transform is None else config.transform)
+    transforms = parse_transforms(expand_auto(DEFAULT_TRANSFORM if config.transform is None else config.transform,
+                                              model, load_options))
     fit_texts = select_fit_texts(transforms, config, model, load_options)
     if len(prompts) * len(transforms) > 1 and config.min_speedup is not None:
         raise LayerpickError("--min-speedup with several prompt templates or transforms is not supported yet: "

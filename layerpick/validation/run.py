@@ -32,7 +32,7 @@ from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
-from layerpick.core.fit_texts import prepare_fit, report_fit_source
+from layerpick.core.fit_texts import expand_auto, prepare_fit, report_fit_source
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.core.prompts import (
     DEFAULT_PROMPT,
@@ -118,7 +118,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
-    transforms = validation_transforms(config.transform, select)
+    transforms = validation_transforms(expand_auto(config.transform, model, load_options), select)
     fit_texts = None if config.exported_dir else prepare_fit(
         transforms, config.fit_texts if config.fit_texts is not None else report_fit_source(select),
         config.representation, model, load_options)

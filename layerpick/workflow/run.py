@@ -43,6 +43,7 @@ from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
 from layerpick.selection.frontier import ChoiceError, ChoiceOptions
+from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.selection.job import SelectConfig, run_select, select_fit_texts
 from layerpick.selection.report import write_report
@@ -305,7 +306,8 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
-    fit = select_fit_texts(parse_transforms(config.select.transform or DEFAULT_TRANSFORM), config.select)
+    fit = select_fit_texts(parse_transforms(expand_auto(config.select.transform or DEFAULT_TRANSFORM, model,
+                                                        LoadOptions())), config.select)
     if config.bench is not None:
         config.bench.validate()
     select = config.select
