@@ -15,7 +15,7 @@ ROOT="$(pwd)"
 WORK="${WORK:-/tmp/layerpick-engines}"
 PYTHON="${PYTHON:-python3}"
 PROJECT_PYTHON="${PROJECT_PYTHON:-.venv/bin/python}"
-RESULTS="$ROOT/benchmarks/results/engines.md"
+RESULTS="${RESULTS:-$ROOT/benchmarks/results/engines.md}"  # ENGINES_ONLY=a,b (a subset) writes where RESULTS says
 VENV="$WORK/venv"
 mkdir -p "$WORK"
 

@@ -28,12 +28,17 @@ import time
 import urllib.request
 from pathlib import Path
 
-EXPORTS = {  # name -> (model, layer, prompt template or None)
-    "smollm2-135m-k28": ("smollm2-135m", 28, None),
-    "minilm-l6-k4": ("minilm-l6", 4, None),
+EXPORTS = {  # name -> (model, layer, prompt template or None, post-pooling transform or None)
+    "smollm2-135m-k28": ("smollm2-135m", 28, None, None),
+    "minilm-l6-k4": ("minilm-l6", 4, None, None),
     # the template lives in tokenizer.json's post-processor: plain text sent to an engine must come back prompted
-    "smollm2-135m-k29-eol": ("smollm2-135m", 29, "eol"),
+    "smollm2-135m-k29-eol": ("smollm2-135m", 29, "eol", None),
+    # the transform is a Dense module (2_Dense) after the pooling, and inside the root model.onnx graph
+    "smollm2-135m-k2-whiten-256": ("smollm2-135m", 2, None, "whiten-256"),
+    "minilm-l6-k4-whiten-256": ("minilm-l6", 4, None, "whiten-256"),
 }
+if os.environ.get("ENGINES_ONLY"):  # a comma-separated subset of EXPORTS
+    EXPORTS = {name: EXPORTS[name] for name in os.environ["ENGINES_ONLY"].split(",")}
 COSINE_REQUIRED = 0.9999  # engines that serve the same weights; int8 is reported, not held to it
 TEXTS = [
     "The cat sat on the mat.",
@@ -62,11 +67,11 @@ def export(work: Path) -> None:
     (work / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False))
     refusals_file = work / "int8_refusals.json"
     refusals = json.loads(refusals_file.read_text()) if refusals_file.is_file() else {}
-    for name, (model, layer, prompt) in EXPORTS.items():
+    for name, (model, layer, prompt, transform) in EXPORTS.items():
         out, reference = work / name, work / f"{name}.reference.json"
         if reference.is_file():  # exported by an earlier run (delete it to export again)
             continue
-        settings = dict(overwrite=True, progress=False, format="onnx", prompt=prompt)
+        settings = dict(overwrite=True, progress=False, format="onnx", prompt=prompt, transform=transform)
         try:
             export_model(model, layer, out, ExportConfig(**settings, quantize="int8"))
         except OnnxParityError as refusal:  # the int8 graph strays too far: export the float graph alone
@@ -125,6 +130,33 @@ def st_onnx(directory: Path, texts: list[str], file_name: str) -> list[list[floa
     return model.encode(texts, convert_to_numpy=True, batch_size=4).tolist()
 
 
+def mapped_graph(directory: Path, texts: list[str]) -> list[list[float]]:
+    """What an engine that pools the graph output and skips modules.json (TEI's ONNX backend) computes from the
+    root model.onnx: mean or last-token or CLS pooling of its token states, as 1_Pooling/config.json says."""
+    import numpy as np
+    import onnxruntime as ort
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    session = ort.InferenceSession(str(directory / "model.onnx"), providers=["CPUExecutionProvider"])
+    pooling = json.loads((directory / "1_Pooling" / "config.json").read_text())
+    names = [node.name for node in session.get_inputs()]
+    out = []
+    for text in texts:
+        batch = tokenizer([text], return_tensors="np")
+        feed = {name: batch[name].astype(np.int64) if name in batch else np.zeros_like(batch["input_ids"])
+                for name in names}
+        states = session.run(["last_hidden_state"], feed)[0][0]
+        if pooling.get("pooling_mode_cls_token"):
+            vector = states[0]
+        elif pooling.get("pooling_mode_lasttoken"):
+            vector = states[-1]
+        else:
+            vector = states.mean(axis=0)
+        out.append(vector.tolist())
+    return out
+
+
 def _cosines(got, want) -> list[float]:
     import numpy as np
 
@@ -162,6 +194,7 @@ def compare(work: Path) -> None:
         "infinity --engine optimum (onnx/model_quantized.onnx, int8)": lambda d, log: serve_infinity(
             d, ["--engine", "optimum", "--onnx-disable-optimize"], texts, log),
         'sentence-transformers backend="onnx" (onnx/model.onnx)': lambda d, log: st_onnx(d, texts, "model.onnx"),
+        "onnxruntime: root model.onnx (transform inside), pooled without Dense": lambda d, log: mapped_graph(d, texts),
     }
     refusals = json.loads((work / "int8_refusals.json").read_text())
     for name in EXPORTS:
@@ -170,6 +203,8 @@ def compare(work: Path) -> None:
         for index, (engine, run) in enumerate(runs.items()):
             log = work / f"{name}.{index}.log"
             row = {"export": name, "engine": engine, "texts": len(texts)}
+            if "root model.onnx" in engine and not (directory / "model.onnx").is_file():
+                continue  # only an export with a transform has the mapped graph
             if "int8" in engine and name in refusals:
                 row["refused"] = refusals[name]
                 print(json.dumps(row), flush=True)
@@ -186,7 +221,7 @@ def compare(work: Path) -> None:
 def prompt_lines(work: Path) -> list[str]:
     """What each prompted export proved about itself before it was moved into place (its layerpick.json)."""
     lines = []
-    for name, (_, layer, prompt) in EXPORTS.items():
+    for name, (_, layer, prompt, _transform) in EXPORTS.items():
         metadata = work / name / "layerpick.json"
         if prompt is None or not metadata.is_file():
             continue
