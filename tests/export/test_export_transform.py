@@ -174,3 +174,37 @@ def test_transform_requests_fail_before_loading(tmp_path, fit_file):
         with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
             export_model("./no/such/model", 1, tmp_path / "out", ExportConfig(progress=False, **options))
     assert not (tmp_path / "out").exists()
+
+
+def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost(source, fit_file, tmp_path):
+    """serve and bench load an export through `load_encoder`: both backends give the transformed vectors; the
+    bench baseline is the full model without the transform, and the transform's own cost is reported."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    from layerpick.bench.run import BenchConfig, run_bench
+    from layerpick.export.load import load_encoder
+
+    out = tmp_path / "cut"
+    export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
+                                                  format="onnx"))
+    want = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
+    for backend in ("torch", "onnx"):
+        got = load_encoder(out, "cpu", backend).encode(TEXTS)
+        assert got.shape == (4, 8) and np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+    result = run_bench(out, BenchConfig(texts=8, repeats=1, memory=False, batch_sizes=(1, 4)))
+    assert result.transform["name"] == "whiten-8" and result.transform["output_dim"] == 8
+    assert set(result.transform["cost"]) == {"batch 1", "batch 4"}
+    assert all(entry["us_per_text"] > 0 for entry in result.transform["cost"].values())
+    assert any("baseline, the full model as it is, runs none" in note for note in result.notes)
+
+
+def test_the_bench_baseline_drops_the_dense_module(source, fit_file, tmp_path):
+    from layerpick.bench.baseline import build_baseline_dir
+
+    out = tmp_path / "cut"
+    export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file))
+    (tmp_path / "work").mkdir()
+    baseline = build_baseline_dir(out, Path(source), tmp_path / "work")
+    modules = [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((baseline / "modules.json").read_text())]
+    assert modules == ["Transformer", "Pooling"] and not (baseline / "2_Dense").exists()
+    assert SentenceTransformer(str(baseline), device="cpu").encode(TEXTS).shape == (4, 32)
