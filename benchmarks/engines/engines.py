@@ -132,13 +132,14 @@ def st_onnx(directory: Path, texts: list[str], file_name: str) -> list[list[floa
 
 def mapped_graph(directory: Path, texts: list[str]) -> list[list[float]]:
     """What an engine that pools the graph output and skips modules.json (TEI's ONNX backend) computes from the
-    root model.onnx: mean or last-token or CLS pooling of its token states, as 1_Pooling/config.json says."""
+    mapped graph (onnx/model_mapped.onnx, given to it as its model.onnx): mean, last-token or CLS pooling of its
+    token states, as 1_Pooling/config.json says."""
     import numpy as np
     import onnxruntime as ort
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(directory))
-    session = ort.InferenceSession(str(directory / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(directory / "onnx" / "model_mapped.onnx"), providers=["CPUExecutionProvider"])
     pooling = json.loads((directory / "1_Pooling" / "config.json").read_text())
     names = [node.name for node in session.get_inputs()]
     out = []
@@ -194,7 +195,8 @@ def compare(work: Path) -> None:
         "infinity --engine optimum (onnx/model_quantized.onnx, int8)": lambda d, log: serve_infinity(
             d, ["--engine", "optimum", "--onnx-disable-optimize"], texts, log),
         'sentence-transformers backend="onnx" (onnx/model.onnx)': lambda d, log: st_onnx(d, texts, "model.onnx"),
-        "onnxruntime: root model.onnx (transform inside), pooled without Dense": lambda d, log: mapped_graph(d, texts),
+        "onnxruntime: onnx/model_mapped.onnx (transform inside), pooled without Dense": lambda d, log: mapped_graph(
+            d, texts),
     }
     refusals = json.loads((work / "int8_refusals.json").read_text())
     for name in EXPORTS:
@@ -203,7 +205,7 @@ def compare(work: Path) -> None:
         for index, (engine, run) in enumerate(runs.items()):
             log = work / f"{name}.{index}.log"
             row = {"export": name, "engine": engine, "texts": len(texts)}
-            if "root model.onnx" in engine and not (directory / "model.onnx").is_file():
+            if "model_mapped" in engine and not (directory / "onnx" / "model_mapped.onnx").is_file():
                 continue  # only an export with a transform has the mapped graph
             if "int8" in engine and name in refusals:
                 row["refused"] = refusals[name]

@@ -100,7 +100,7 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     export's post-pooling transform (a Dense module), which the full model as a user has it does not run."""
     target = work / "baseline"
     module = transformer_dir(exported).relative_to(exported)
-    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx", "model.onnx"))  # torch runs the full model
+    shutil.copytree(exported, target, ignore=shutil.ignore_patterns("onnx"))  # torch runs the full model
     _drop_dense(target)
     module_dir = target / module
     for stale in weight_files(module_dir) + [module_dir / name for name in WEIGHT_INDEXES]:

@@ -36,10 +36,12 @@ GRAPH_DIR = "onnx"
 FLOAT_FILE = f"{GRAPH_DIR}/model.onnx"
 INT8_FILE = f"{GRAPH_DIR}/model_quantized.onnx"  # the name infinity's optimum engine prefers on CPU
 # With a post-pooling transform: the graph whose token states already carry the affine map (it commutes with
-# mean, CLS and last-token pooling), for readers that pool the graph output and skip modules.json's Dense
-# module. TEI's ONNX backend opens the root `model.onnx` before `onnx/model.onnx`; sentence-transformers'
-# ONNX backend reads `onnx/model.onnx` and applies the Dense module itself.
-MAPPED_FILE = "model.onnx"
+# mean, CLS and last-token pooling), for readers that pool the graph output and skip modules.json's Dense module
+# (TEI's ONNX backend, infinity's optimum engine). Its name is one that no reader picks up by itself: a
+# `model.onnx` beside `onnx/model.onnx` is taken by sentence-transformers' ONNX backend (which then applies the
+# Dense module a second time: measured in benchmarks/results/engines_transforms.md), so such a reader is given
+# this file under the name it expects (README, "Calibrated embeddings").
+MAPPED_FILE = f"{GRAPH_DIR}/model_mapped.onnx"
 OUTPUT_NAME = "last_hidden_state"
 INPUT_ORDER = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
