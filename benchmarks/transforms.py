@@ -69,6 +69,20 @@ TASK_TYPES = {"STS": ["STSBenchmark", "SICK-R", "BIOSSES"],
               "clustering": ["Banking77Clustering_derived"]}
 
 
+def auto_pick(model: str, infonce: dict[str, list]) -> dict | None:
+    """What the default `auto` picks: min-infonce over layers >= 1 of the variants `auto` scores for `model`."""
+    from layerpick.core.fit_texts import expand_auto
+    from layerpick.core.models import LoadOptions
+
+    among = [("none" if t == "none" else f"none+{t}") for t in expand_auto("auto", model, LoadOptions()).split(",")]
+    pairs = [(value, k, label) for label in among for k, value in enumerate(infonce.get(label, []))
+             if k >= 1 and value is not None]
+    if not pairs:
+        return None
+    value, layer, label = min(pairs)
+    return {"variant": label, "layer": layer, "among": ", ".join(among)}
+
+
 def read_validations(work_dirs: list[Path]) -> dict[str, dict[str, dict]]:
     """model -> tag -> validation.json, from every work folder's validate/<model>-<prompt>-<fit>/."""
     found: dict[str, dict[str, dict]] = {}
@@ -125,6 +139,16 @@ def model_section(model: str, data: dict, picks: dict[str, int]) -> list[str]:
         lines.append(f"| {label} | {best} ({_f(means[best])}, {speedup[best]:.2f}x) | "
                      f"{'–' if fast is None else f'{fast} ({_f(means[fast])}, {speedup[fast]:.2f}x)'} | "
                      f"{pick_cell} | {_f(regret)} | " + " | ".join(types) + " |")
+    auto = picks.get("auto")
+    if auto and auto["variant"] in variants:
+        layer, means = auto["layer"], variants[auto["variant"]]["mean_by_layer"]
+        plain_pick = picks.get("none")
+        lines += ["", f"**The default (`auto`: {auto['among']}, `min-infonce` across them)** picks {auto['variant']} "
+                      f"layer {layer}: mean {_f(means[layer])} at an ideal speed-up of {speedup[layer]:.2f}x"
+                  + (f"; without a transform the rule picks layer {plain_pick} ({_f(plain[plain_pick])}, "
+                     f"{speedup[plain_pick]:.2f}x)" if plain_pick is not None and plain else "")
+                  + (f"; the best untransformed layer is {plain_best} ({_f(plain[plain_best])})."
+                     if plain_best is not None else ".")]
     across = picks.get("across")
     if across and across["variant"] in variants:
         layer, means = across["layer"], variants[across["variant"]]["mean_by_layer"]
@@ -169,6 +193,7 @@ def main() -> None:
                 for one in entry.get("select", {}).values():
                     picks.setdefault(model, {}).update(one["by_variant"])
                     picks[model]["across"] = one["across"]
+                    picks[model]["auto"] = auto_pick(model, one["infonce"])
         print(render(args.render, picks))
         return
     args.work.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,8 @@ Prompts = Annotated[Optional[str], typer.Option(
     "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}; or several names, comma-separated "
     "(none,eol,sum), to score every (template, layer) pair. With a template, last-token pooling is the default. "
     f"Default: {DEFAULT_PROMPT}.", envvar="LAYERPICK_PROMPT")]
-TRANSFORM_HELP = ("auto (none for a trained sentence embedder, whiten-256 for other models), none, center, whiten (every direction the fit set supports), whiten-D (the top D principal "
+TRANSFORM_HELP = ("auto (none for a trained sentence embedder; for other models none and whiten-256 side by "
+                  "side, the rule choosing), none, center, whiten (every direction the fit set supports), whiten-D (the top D principal "
                   "directions, unit variance), abtt or abtt-K (remove the mean and the top K directions)")
 Transform = Annotated[Optional[str], typer.Option(
     "--transform", help=f"Post-pooling transform, fitted at the layer on the fit texts and shipped as a Dense module: "

@@ -59,15 +59,22 @@ def prepare_fit(specs: "tuple[TransformSpec, ...]", source: str | None, represen
 
 
 AUTO = "auto"
-AUTO_LANGUAGE_MODEL = "whiten-256"  # what `auto` means for a model that is not a trained sentence embedder
+AUTO_WHITEN_DIM = 256  # the whitening `auto` scores beside no transform, for a model that is not an embedder
 
 
-def expand_auto(value: str | None, model: str | None, load_options: Any) -> str | None:
-    """`auto` in a transform list: `none` for a trained sentence embedder (a model shipping its own
-    sentence-transformers pipeline), AUTO_LANGUAGE_MODEL for any other model (benchmarks/results/transforms.md)."""
+def expand_auto(value: str | None, model: str | None, load_options: Any, fit_source: str | None = None) -> str | None:
+    """`auto` in a transform list: `none` for a trained sentence embedder (a model that ships its own
+    sentence-transformers pipeline); for any other model `none,whiten-D`, both scored, the rule choosing between
+    them (benchmarks/results/transforms.md), with D = 256, or less where the hidden size (read from config.json
+    where it is at hand) or the fit set (D + 1 texts at least) allows less."""
     if value is None or AUTO not in [part.strip().lower() for part in value.split(",")]:
         return value
-    from layerpick.core.models import peek_is_embedder
+    from layerpick.core.models import peek_hidden_size, peek_is_embedder
 
-    chosen = "none" if model and peek_is_embedder(model, load_options) else AUTO_LANGUAGE_MODEL
+    if model and peek_is_embedder(model, load_options):
+        chosen = "none"
+    else:
+        width = (peek_hidden_size(model, load_options) if model else None) or AUTO_WHITEN_DIM
+        dim = min(AUTO_WHITEN_DIM, width, len(load_fit_texts(fit_source).texts) - 1)
+        chosen = f"none,whiten-{dim}" if dim >= 2 else "none"
     return ",".join(chosen if part.strip().lower() == AUTO else part for part in value.split(","))

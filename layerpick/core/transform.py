@@ -31,7 +31,10 @@ from layerpick.errors import LayerpickError
 
 KINDS = ("none", "center", "whiten", "abtt")
 DEFAULT_ABTT = 2
-DEFAULT_TRANSFORM = "none"  # what select, validate, export and run use without --transform
+# What select (and so run) scores without --transform: `auto` is `none` for a trained sentence embedder and
+# `none,whiten-256` for other models, the rule choosing (core.fit_texts.expand_auto; the evidence is
+# benchmarks/results/transforms.md). validate and export take the select report's transform, else none.
+DEFAULT_TRANSFORM = "auto"
 EIGEN_FLOOR = 1e-6  # relative to the largest eigenvalue of the fit states' covariance
 
 

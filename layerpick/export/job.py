@@ -117,7 +117,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
-                     expand_auto(config.transform, model, load_options))
+                     expand_auto(config.transform, model, load_options, config.fit_texts))
     fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
                                               plan.representation, model, load_options,
                                               plan.report.transform if plan.report else None)

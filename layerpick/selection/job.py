@@ -82,11 +82,8 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
     transforms = parse_transforms(expand_auto(DEFAULT_TRANSFORM if config.transform is None else config.transform,
-                                              model, load_options))
+                                              model, load_options, _fit_source(config)))
     fit_texts = select_fit_texts(transforms, config, model, load_options)
-    if len(prompts) * len(transforms) > 1 and config.min_speedup is not None:
-        raise LayerpickError("--min-speedup with several prompt templates or transforms is not supported yet: "
-                             "give one of each")
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
@@ -113,7 +110,8 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
         layer, best_layer, described, by_prompt = choice.layer, choice.best_layer, choice.describe(), None
     else:
         pair = choose_pair({label: r.scores for label, r in results.items()}, rule, tolerance=config.tolerance,
-                           include_layer0=config.include_layer0)
+                           include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
+                           min_speedup=config.min_speedup)
         label, layer, described = pair.prompt, pair.layer, pair.describe()
         best_layer = pair.best_layer if pair.best_prompt == pair.prompt else None
         by_prompt = {label: {"template": p.template, "pooling": results[label].pooling,
@@ -153,8 +151,11 @@ def select_fit_texts(transforms, config: SelectConfig, model: str | None = None,
                      load_options: LoadOptions = LoadOptions()) -> CalibrationSet | None:
     """The fit set (None when no transform needs one): --fit-texts, else the calibration source; checked
     against every transform before loading."""
-    source = config.fit_texts if config.fit_texts is not None else config.calibration
-    return prepare_fit(tuple(transforms), source, config.collect.representation, model, load_options)
+    return prepare_fit(tuple(transforms), _fit_source(config), config.collect.representation, model, load_options)
+
+
+def _fit_source(config: SelectConfig) -> str | None:
+    return config.fit_texts if config.fit_texts is not None else config.calibration
 
 
 def _finite_scores(scores: dict[str, list]) -> dict[str, list]:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from layerpick.errors import LayerpickError
-from layerpick.selection.rules import Rule, rule_objective
+from layerpick.selection.rules import Rule, rule_objective, within_budget
 
 
 @dataclass(frozen=True)
@@ -37,14 +37,18 @@ class PairChoice:
 
 
 def choose_pair(scores_by_prompt: dict[str, dict[str, list[float | None]]], rule: Rule, *, tolerance: float = 0.0,
-                include_layer0: bool = False) -> PairChoice:
-    """Apply `rule` to every (template, layer) pair; `scores_by_prompt` is label -> metric -> L+1 values."""
+                include_layer0: bool = False, speedup=None, min_speedup: float | None = None) -> PairChoice:
+    """Apply `rule` to every (variant, layer) pair; `scores_by_prompt` is label -> metric -> L+1 values. With
+    `min_speedup`, only layers whose ideal `speedup` meets it are candidates."""
     if not 0.0 <= tolerance < 1.0:
         raise LayerpickError(f"--tolerance must be in [0, 1) (got {tolerance})")
     pairs = [(label, k) for label, scores in scores_by_prompt.items() for k in range(_length(scores, rule))]
     flat = {m: [scores_by_prompt[label][m][k] for label, k in pairs] for m in rule.metrics}
+    allowed = None if min_speedup is None else set(within_budget(
+        range(0 if include_layer0 else 1, len(speedup)), speedup, min_speedup))
     candidates = [i for i, (_, k) in enumerate(pairs)
-                  if (include_layer0 or k > 0) and all(_finite(flat[m][i]) for m in rule.metrics)]
+                  if (include_layer0 or k > 0) and (allowed is None or k in allowed)
+                  and all(_finite(flat[m][i]) for m in rule.metrics)]
     if not candidates:
         raise LayerpickError(f"rule {rule} has no (prompt, layer) pair where all its metrics are defined")
     objective = rule_objective(flat, rule, candidates)

@@ -118,7 +118,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
-    transforms = validation_transforms(expand_auto(config.transform, model, load_options), select)
+    transforms = validation_transforms(expand_auto(config.transform, model, load_options, config.fit_texts), select)
     fit_texts = None if config.exported_dir else prepare_fit(
         transforms, config.fit_texts if config.fit_texts is not None else report_fit_source(select),
         config.representation, model, load_options)

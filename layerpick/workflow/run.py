@@ -306,8 +306,9 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
+    source = config.select.fit_texts if config.select.fit_texts is not None else config.select.calibration
     fit = select_fit_texts(parse_transforms(expand_auto(config.select.transform or DEFAULT_TRANSFORM, model,
-                                                        LoadOptions())), config.select)
+                                                        LoadOptions(), source)), config.select)
     if config.bench is not None:
         config.bench.validate()
     select = config.select
