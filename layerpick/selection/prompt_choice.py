@@ -27,9 +27,12 @@ class PairChoice:
     rule: str
     tolerance: float
     objective: dict[str, tuple[float | None, ...]]  # label -> per layer, 1 = best pair under the rule
+    min_speedup: float | None = None
 
     def describe(self) -> str:
         text = f"prompt {self.prompt}, layer {self.layer} by rule {self.rule}"
+        if self.min_speedup is not None:
+            text += f" among the layers with an ideal speed-up of at least {self.min_speedup:g}x"
         if (self.prompt, self.layer) != (self.best_prompt, self.best_layer):
             text += (f" (smallest layer within {self.tolerance:g} of the rule's best, prompt {self.best_prompt} "
                      f"layer {self.best_layer})")
@@ -58,7 +61,7 @@ def choose_pair(scores_by_prompt: dict[str, dict[str, list[float | None]]], rule
     by_label = {label: tuple(objective[i] for i, (name, _) in enumerate(pairs) if name == label)
                 for label in scores_by_prompt}
     return PairChoice(pairs[chosen][0], pairs[chosen][1], pairs[best][0], pairs[best][1], str(rule), tolerance,
-                      by_label)
+                      by_label, min_speedup)
 
 
 def _length(scores: dict[str, list[float | None]], rule: Rule) -> int:

@@ -207,3 +207,33 @@ def test_the_bench_baseline_drops_the_dense_module(source, fit_file, tmp_path):
     modules = [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((baseline / "modules.json").read_text())]
     assert modules == ["Transformer", "Pooling"] and not (baseline / "2_Dense").exists()
     assert SentenceTransformer(str(baseline), device="cpu").encode(TEXTS).shape == (4, 32)
+
+
+def test_one_fit_pass_serves_every_transform(source, fit_file, tmp_path, monkeypatch):
+    from layerpick.selection import scoring
+
+    calls = []
+    real = scoring.collect
+    monkeypatch.setattr(scoring, "collect", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
+    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="prompt-entropy",
+                          rule="min-prompt-entropy", transform="none,center,whiten-8,abtt", fit_texts=fit_file,
+                          collect=QUIET)
+    run_select(source, config=config)
+    assert calls == [24, 40]  # the calibration texts, then the fit texts once for all three transforms
+
+
+def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_embedder(source, tmp_path):
+    from layerpick.core.fit_texts import expand_auto
+    from layerpick.core.models import LoadOptions
+
+    calibration = calibration_file(tmp_path, n=24)
+    assert expand_auto("auto", source, LoadOptions(), calibration) == "none,whiten-23"  # 24 fit texts allow 23
+    assert expand_auto("auto", source, LoadOptions(), None) == "none,whiten-32"  # the tiny model's hidden size
+    embedder = tmp_path / "embedder"
+    embedder.mkdir()
+    (embedder / "modules.json").write_text("[]")
+    (embedder / "config.json").write_text(json.dumps({"hidden_size": 384}))
+    assert expand_auto("auto", str(embedder), LoadOptions(), None) == "none"
+    report = run_select(source, config=SelectConfig(calibration=calibration, limit=None, metrics="infonce",
+                                                    collect=QUIET))
+    assert set(report.by_prompt) == {"none", "none+whiten-23"}

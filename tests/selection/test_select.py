@@ -40,12 +40,12 @@ def test_only_needed_passes(tiny_dirs, tmp_path, monkeypatch):
     calls = []
     real = scoring.collect
     monkeypatch.setattr(scoring, "collect", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
-    config = SelectConfig(calibration=calibration_file(tmp_path), metrics="prompt-entropy", rule="min-prompt-entropy",
+    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="prompt-entropy", rule="min-prompt-entropy",
                           collect=QUIET)
     run_select(str(tiny_dirs("llama")), config=config)
     assert calls == [24]  # no augmented-view pass
     calls.clear()
-    config = SelectConfig(calibration=calibration_file(tmp_path), metrics="dime,infonce,lidar", rule="max-dime",
+    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="dime,infonce,lidar", rule="max-dime",
                           collect=QUIET, scoring=ScoringConfig(views=3))
     run_select(str(tiny_dirs("llama")), config=config)
     assert calls == [24 * 3]  # one shared view pass, no plain pass
@@ -83,7 +83,7 @@ def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
 
 
 def test_cli_table_marks_the_choice(tiny_dirs, tmp_path):
-    result = run_cli("select", str(tiny_dirs("mamba")), "--calibration", calibration_file(tmp_path),
+    result = run_cli("select", str(tiny_dirs("mamba")), "--transform", "none", "--calibration", calibration_file(tmp_path),
                      "--output", str(tmp_path / "o"), "--rule", "min-curvature", "--metrics", "curvature", "-q")
     assert result.returncode == 0, result.stderr
     assert "curvature ↓" in result.stdout and "◀" in result.stdout and "selected: layer" in result.stdout
@@ -125,14 +125,14 @@ def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
     from layerpick.selection.rules import parse_rule
 
     calibration = calibration_file(tmp_path)
-    config = SelectConfig(calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="none,eol")
+    config = SelectConfig(transform="none", calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="none,eol")
     report = run_select(str(tiny_dirs("llama")), config=config)
     assert list(report.by_prompt) == ["none", "eol"]
     assert report.by_prompt["none"]["pooling"] == "mean" and report.by_prompt["eol"]["pooling"] == "lasttoken"
     pair = choose_pair({label: entry["scores"] for label, entry in report.by_prompt.items()}, parse_rule(report.rule))
     assert (report.prompt["name"], report.selected_layer) == (pair.prompt, pair.layer)
     assert report.scores == report.by_prompt[pair.prompt]["scores"] and report.pooling == report.by_prompt[pair.prompt]["pooling"]
-    alone = run_select(str(tiny_dirs("llama")), config=SelectConfig(
+    alone = run_select(str(tiny_dirs("llama")), config=SelectConfig(transform="none", 
         calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="eol"))
     assert alone.by_prompt is None and alone.prompt["name"] == "eol" and alone.pooling == "lasttoken"
     assert alone.scores == report.by_prompt["eol"]["scores"]  # one pass per template, the same as alone
@@ -145,7 +145,7 @@ def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
 
 def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
     out = tmp_path / "o"
-    result = run_cli("select", str(tiny_dirs("gpt2")), "--calibration", calibration_file(tmp_path), "--output",
+    result = run_cli("select", str(tiny_dirs("gpt2")), "--transform", "none", "--calibration", calibration_file(tmp_path), "--output",
                      str(out), "--prompt", "none,eol,sum", "--metrics", "infonce", "-q")
     assert result.returncode == 0, result.stderr
     assert "side by side" in result.stdout and "selected: prompt" in " ".join(result.stdout.split())
@@ -194,7 +194,7 @@ def test_views_wrap_the_augmented_text_not_the_template(tiny_dirs, tmp_path, mon
     real = scoring.collect
     monkeypatch.setattr(scoring, "collect", lambda loaded, texts, config, *a: calls.append((list(texts), config.prompt))
                         or real(loaded, texts, config, *a))
-    config = SelectConfig(calibration=calibration_file(tmp_path), metrics="infonce", rule="min-infonce",
+    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="infonce", rule="min-infonce",
                           collect=QUIET, scoring=ScoringConfig(views=2), prompt="eol")
     run_select(str(tiny_dirs("llama")), config=config)
     ((views, prompt),) = calls

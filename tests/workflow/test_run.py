@@ -210,7 +210,7 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
 
     task = sts_folder(tmp_path)
     config = config_for(task, layers="selected", bench=None,
-                        select=SelectConfig(limit=24, metrics="infonce", prompt="eol,sum"))
+                        select=SelectConfig(limit=24, metrics="infonce", prompt="eol,sum", transform="none"))
     result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     select, chosen = result.select, result.select.prompt
     assert set(select.by_prompt) == {"eol", "sum"}
