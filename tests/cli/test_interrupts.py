@@ -130,7 +130,7 @@ def _points():
     from layerpick.workflow import run as workflow
 
     return {  # where the interrupt lands -> (module, function), and the stages finished before it
-        "select-scoring": ((select_job, "score_layers"), ()),
+        "select-scoring": ((select_job, "score_transformed"), ()),
         "select-writing-report": ((select_report, "plot_metrics"), ()),
         "select-recorded": ((workflow.Ledger, "record"), ()),
         "validate": ((validation_run, "_evaluate"), ("select",)),
