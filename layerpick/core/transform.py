@@ -20,7 +20,6 @@ token's state commutes with mean, CLS and last-token pooling, which is why the s
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -149,10 +148,10 @@ class FitSet:
 
 
 def fit_set_of(texts: Sequence[str], source: str) -> FitSet:
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8") + b"\n")
-    return FitSet(source, len(texts), digest.hexdigest())
+    """The fit set's record; its hash is the calibration set's (`CalibrationSet.sha256`) for the same texts."""
+    from layerpick.core.calibration import CalibrationSet
+
+    return FitSet(source, len(texts), CalibrationSet(list(texts), source).sha256)
 
 
 def fit(spec: TransformSpec, states: np.ndarray | torch.Tensor) -> AffineMap | None:
