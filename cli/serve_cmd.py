@@ -27,6 +27,9 @@ def serve(
     model_name: Annotated[Optional[str], typer.Option(
         help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
     = None,
+    strict_model: Annotated[bool, typer.Option(
+        "--strict-model", help="Refuse (404) a request whose `model` is not the served model's name; without it any "
+        "`model` is answered, and every response names the served model.", envvar="LAYERPICK_STRICT_MODEL")] = False,
     threads: opt.Threads = None,
     backend: Annotated[str, typer.Option(
         help="What runs the model: torch, onnx or onnx-int8 (an export's ONNX graphs, through onnxruntime).")
@@ -41,7 +44,7 @@ def serve(
     """
     config = ServeConfig(host=host, port=port, max_inputs=max_inputs, max_chars=max_chars, batch_size=batch_size,
                          max_wait_ms=max_wait_ms, device=device, model_name=model_name, threads=threads,
-                         backend=backend)
+                         backend=backend, strict_model=strict_model)
     run_server(directory, config, on_ready=_announce)
     typer.echo("layerpick: server stopped", err=True)
 

@@ -2,8 +2,9 @@
 
 Owns: the queue of submitted requests, merging whole requests into batches (up to `batch_size` texts, waiting
 at most `max_wait_s` for more after the first; a request that does not fit is carried to the next batch),
-running one batch function per batch, handing each request its slice of the result (or the batch's error),
-finishing queued work on close, and counting what it did (`BatchStats`).
+running one batch function per batch, handing each request its slice of the result, isolating a failed
+batch (each of its requests is run again alone, so only a request that fails alone gets an error, never the
+others batched with it), finishing queued work on close, and counting what it did (`BatchStats`).
 Model-agnostic: it calls `run_batch(texts) -> (vectors (n, D), token counts)`.
 """
 
@@ -27,13 +28,16 @@ BatchFn = Callable[[list[str]], tuple[np.ndarray, list[int]]]
 
 @dataclass
 class BatchStats:
-    """What the worker did: how many batches, and how many of them merged several requests."""
+    """What the worker did: batches run and requests answered, how many batches merged several requests, how
+    many batches failed and were split into one run per request, and how many requests failed alone."""
 
     batches: int = 0
     requests: int = 0
     texts: int = 0
     max_requests_per_batch: int = 0
     multi_request_batches: int = 0
+    split_batches: int = 0
+    failed_requests: int = 0
 
 
 @dataclass
@@ -114,20 +118,31 @@ class Batcher:
         return jobs, False
 
     def _run(self, jobs: list[_Job]) -> None:
+        """One batch for `jobs`; if it fails, each job alone, so one request's failure is only its own."""
         texts = [text for job in jobs for text in job.texts]
         try:
             vectors, tokens = self._run_batch(texts)
-        except Exception as error:  # noqa: BLE001 - every waiting request gets the error
-            logger.exception("embedding a batch of %d texts failed", len(texts))
-            for job in jobs:
-                job.future.set_exception(error)
+        except Exception as error:  # noqa: BLE001 - isolated below, or reported to its one request
+            if len(jobs) == 1:
+                self._fail(jobs[0], error)
+            else:
+                self._split(jobs, error)
             return
         self._record(len(jobs), len(texts))
-        start = 0
+        _hand_out(jobs, vectors, tokens)
+
+    def _split(self, jobs: list[_Job], error: Exception) -> None:
+        logger.warning("a batch of %d requests failed (%r); running each request alone", len(jobs), error)
+        with self._lock:
+            self._stats.split_batches += 1
         for job in jobs:
-            end = start + len(job.texts)
-            job.future.set_result((vectors[start:end], tokens[start:end]))
-            start = end
+            self._run([job])
+
+    def _fail(self, job: _Job, error: Exception) -> None:
+        logger.error("embedding a request of %d texts failed", len(job.texts), exc_info=error)
+        with self._lock:
+            self._stats.failed_requests += 1
+        job.future.set_exception(error)
 
     def _record(self, requests: int, texts: int) -> None:
         with self._lock:
@@ -137,6 +152,15 @@ class Batcher:
             stats.texts += texts
             stats.max_requests_per_batch = max(stats.max_requests_per_batch, requests)
             stats.multi_request_batches += requests > 1
+
+
+def _hand_out(jobs: list[_Job], vectors: np.ndarray, tokens: list[int]) -> None:
+    """Each job its slice of the batch's result, in the order its texts were merged."""
+    start = 0
+    for job in jobs:
+        end = start + len(job.texts)
+        job.future.set_result((vectors[start:end], tokens[start:end]))
+        start = end
 
 
 def make_batch_fn(model, batch_size: int) -> BatchFn:

@@ -18,7 +18,8 @@ class ServeError(LayerpickError):
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """How to serve; the defaults bind to loopback only. `threads=None` keeps torch's default."""
+    """How to serve; the defaults bind to loopback only. `threads=None` keeps torch's default.
+    `strict_model` refuses (404) a request whose `model` is not the served name; otherwise any is answered."""
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -32,6 +33,7 @@ class ServeConfig:
     idle_timeout_s: float = 10.0
     threads: int | None = None
     backend: str = "torch"  # torch, onnx or onnx-int8 (the export's ONNX graphs, through onnxruntime)
+    strict_model: bool = False
 
     def validate(self) -> "ServeConfig":
         if not 0 <= self.port <= 65535:

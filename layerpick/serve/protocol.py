@@ -2,7 +2,13 @@
 
 Owns: parsing and validating a request body (`input` a string or a list of strings, `model`,
 `encoding_format` float or base64, `dimensions`), the request limits' 413 answers, `ApiError` (an HTTP error
-answered as OpenAI does: {"error": {"message", "type", "code"}}), and rendering embeddings into the response.
+answered as OpenAI does: {"error": {"message", "type", "code"}}), the `--strict-model` check
+(`check_model`), and rendering embeddings into the response, whose `model` is always the served model's name.
+
+Every input must be text the model can take: JSON may carry a lone surrogate (`"\\ud800"` without its pair),
+which the tokenizer refuses; such a request is a 400 naming the input, answered when it is parsed, so it never
+reaches a batch shared with other clients' requests. (The tokenizer takes every other string, NUL and
+noncharacters included.)
 
 `dimensions=n` keeps the first n dimensions; when the model itself L2-normalises its output (a Normalize
 module), the kept part is normalised again so vectors stay unit length; otherwise it is returned as is
@@ -22,6 +28,7 @@ import numpy as np
 from layerpick.serve.config import ServeConfig
 
 ENCODING_FORMATS = ("float", "base64")
+MODEL_NAME_SHOWN = 100  # characters of a refused model name quoted back
 
 
 class ApiError(Exception):
@@ -75,11 +82,11 @@ def _parse_input(value: Any, config: ServeConfig) -> list[str]:
         raise ApiError(400, f"'input' must be a string or a list of strings{hint}", code="invalid_input")
     if not texts:
         raise ApiError(400, "'input' must not be an empty list", code="invalid_input")
-    _check_limits(texts, config)
+    _check_texts(texts, config)
     return texts
 
 
-def _check_limits(texts: list[str], config: ServeConfig) -> None:
+def _check_texts(texts: list[str], config: ServeConfig) -> None:
     if len(texts) > config.max_inputs:
         raise ApiError(413, f"too many inputs: {len(texts)} in one request, the limit is {config.max_inputs}",
                        code="too_many_inputs")
@@ -89,6 +96,17 @@ def _check_limits(texts: list[str], config: ServeConfig) -> None:
         if len(text) > config.max_chars:
             raise ApiError(413, f"input[{index}] has {len(text)} characters, the limit is {config.max_chars}",
                            code="input_too_long")
+        _check_encodable(index, text)
+
+
+def _check_encodable(index: int, text: str) -> None:
+    """Text that cannot be written as UTF-8 holds a lone surrogate (the only str that UTF-8 cannot encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ApiError(400, f"input[{index}] is not valid text: it contains a lone surrogate "
+                            f"(\\u{ord(text[error.start]):04x}) at character {error.start}; surrogate escapes must "
+                            "come in high-low pairs", code="invalid_input") from None
 
 
 def _is_ints(values: list) -> bool:
@@ -102,6 +120,15 @@ def _parse_dimensions(value: Any, dimension: int) -> int | None:
         raise ApiError(400, f"'dimensions' must be an integer from 1 to {dimension} (got {value!r})",
                        code="invalid_dimensions")
     return value
+
+
+def check_model(requested: str | None, served: str) -> None:
+    """`--strict-model`: a request naming another model is refused as OpenAI does (404, model_not_found);
+    one that names no model is served."""
+    if requested is not None and requested != served:
+        shown = requested if len(requested) <= MODEL_NAME_SHOWN else requested[:MODEL_NAME_SHOWN] + "..."
+        raise ApiError(404, f"model {shown!r} is not served here: this server serves {served!r}",
+                       code="model_not_found")
 
 
 def render_vector(vector: np.ndarray, request: EmbeddingRequest, normalized: bool) -> list[float] | str:
@@ -120,9 +147,10 @@ def render_vector(vector: np.ndarray, request: EmbeddingRequest, normalized: boo
 
 def embeddings_payload(request: EmbeddingRequest, vectors: np.ndarray, tokens: Sequence[int], model_name: str,
                        normalized: bool) -> dict:
-    """The response body: one embedding object per input, in order, and the tokens the inputs used."""
+    """The response body: one embedding object per input, in order, the served model's name (whatever `model`
+    the request named, as OpenAI answers), and the tokens the inputs used."""
     data = [{"object": "embedding", "index": i, "embedding": render_vector(v, request, normalized)}
             for i, v in enumerate(vectors)]
     used = int(sum(tokens))
-    return {"object": "list", "data": data, "model": request.model or model_name,
+    return {"object": "list", "data": data, "model": model_name,
             "usage": {"prompt_tokens": used, "total_tokens": used}}

@@ -13,6 +13,10 @@ directly in one call (1.2 s), because the worker merged them into batches.
 
 - Request threads validate, enqueue their texts and wait on a future; the worker thread drains the queue
   into batches of whole requests and runs one `SentenceTransformer.encode` per batch.
+- One client's input never fails another's request: text the tokenizer cannot take is refused (400) when the
+  request is parsed, and a batch that fails anyway is run again request by request, so only a request that
+  fails alone gets its 500 (one line; the details go to the log).
+- The response's `model` is the served model's name; with `strict_model`, a request naming another is a 404.
 - Shutdown (SIGTERM, SIGINT) drains: `/health` answers 503 from the first moment so a load balancer stops
   sending; the requests in flight and the connections already waiting in the listen backlog are all
   answered (up to `drain_timeout_s`), then the worker's queue is finished and the socket closed.
@@ -41,7 +45,7 @@ from layerpick.export.load import (
 from layerpick.serve.batcher import Batcher, BatcherClosed, make_batch_fn
 from layerpick.serve.config import ServeConfig, ServeError
 from layerpick.serve.http_layer import EmbeddingHTTPServer
-from layerpick.serve.protocol import ApiError, embeddings_payload, parse_request
+from layerpick.serve.protocol import ApiError, check_model, embeddings_payload, parse_request
 
 __all__ = ["EmbeddingServer", "ServeConfig", "ServeError", "serve"]
 
@@ -140,6 +144,7 @@ class EmbeddingServer:
             "backend": self.config.backend,
             "threads": self.threads,
             "limits": {"max_inputs": self.config.max_inputs, "max_chars": self.config.max_chars},
+            "strict_model": self.config.strict_model,
             "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms,
                          **self.stats()},
             "layerpick": self.metadata,
@@ -147,12 +152,15 @@ class EmbeddingServer:
 
     def embeddings_response(self, body: bytes) -> tuple[int, dict]:
         request = parse_request(body, self.config, self.dimension)
+        if self.config.strict_model:
+            check_model(request.model, self.model_name)
         try:
             vectors, tokens = self._batcher.submit(request.texts).result()
         except BatcherClosed:
             raise ApiError(503, "the server is shutting down", "server_error", code="shutting_down") from None
-        except Exception as error:  # noqa: BLE001 - the worker's failure, reported to this client
-            raise ApiError(500, f"embedding failed: {error}", "server_error") from None
+        except Exception:  # noqa: BLE001 - the worker's failure (logged there), reported to this client alone
+            raise ApiError(500, "embedding this request failed; the server's log has the details", "server_error",
+                           code="embedding_failed") from None
         return 200, embeddings_payload(request, vectors, tokens, self.model_name, self.normalized)
 
     # ---- lifecycle

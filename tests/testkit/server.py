@@ -1,10 +1,14 @@
-"""Waiting for a `layerpick serve` child process to announce where it listens."""
+"""Talking to a `layerpick serve` server in tests: waiting for a child process to announce where it listens,
+and one JSON request with the standard library's http.client."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import queue
 import re
 import time
+from urllib.parse import urlsplit
 
 
 def wait_for_url(lines: queue.Queue, timeout_s: float = 120) -> str:
@@ -20,3 +24,21 @@ def wait_for_url(lines: queue.Queue, timeout_s: float = 120) -> str:
         if found:
             return found.group(1)
     raise AssertionError(f"the server did not announce its address: {''.join(seen)[-2000:]}")
+
+
+def call(url: str, method: str, path: str, body=None, headers: dict | None = None) -> tuple[int, dict]:
+    """One request (a dict body is sent as JSON, bytes as they are); returns (status, parsed JSON body)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    try:
+        connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def embed(url: str, body) -> tuple[int, dict]:
+    """POST /v1/embeddings."""
+    return call(url, "POST", "/v1/embeddings", body)
