@@ -1,12 +1,15 @@
-"""The `layerpick` entry point: Ctrl-C handling first, then the commands, then exit codes.
+"""The `layerpick` entry point: interrupt handling first, then the commands, then exit codes.
 
-`main` installs the SIGINT handler before anything heavy is imported (torch takes seconds), so Ctrl-C at any
-moment prints "layerpick: aborted" and exits 130, also when a library swallowed the KeyboardInterrupt or
-turned it into another error on its way up (`layerpick._util.interrupt` remembers the request). Settings the
+`main` installs the handlers of SIGINT (Ctrl-C), SIGTERM (`timeout`, `docker stop`, CI cancellation) and SIGHUP
+(a closed terminal) before anything heavy is imported (torch takes seconds), so each of them at any moment
+cleans up, prints "layerpick: aborted" and exits 128 + the signal's number (130, 143, 129), also when a library
+swallowed the KeyboardInterrupt or turned it into another error on its way up (`layerpick._util.interrupt`
+remembers the request). Once the command's output is in place the command has succeeded: a signal during its
+final printing is noted and the exit code stays 0. Settings the
 libraries read once at import time (whether their progress bars draw) are made before they are imported.
 The Typer app itself lives in `layerpick.cli.commands` (`app` here is the same object, imported on use).
 
-Exit codes: 0 ok, 1 user error, 2 usage error, 3 internal error, 130 interrupted (see `layerpick.cli.errors`).
+Exit codes: 0 ok, 1 user error, 2 usage error, 3 internal error, 130/143/129 interrupted (see `layerpick.cli.errors`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from layerpick.cli import errors
 TRUE_WORDS = ("1", "true", "t", "yes", "y", "on")
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 def main() -> None:
-    signal.signal(signal.SIGINT, _on_interrupt)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _on_interrupt)
     sys.exit(run(sys.argv[1:]))
 
 
@@ -32,23 +39,24 @@ def run(argv: list[str]) -> int:
         code = _dispatch(argv)
     except BaseException as error:  # noqa: BLE001 - the one place that turns every outcome into an exit code
         code = errors.exit_code(error)
+    if interrupt.finished() and code == errors.INTERRUPTED:
+        return 0  # the output was in place before the signal arrived: the command succeeded
     if code == errors.INTERRUPTED or interrupt.requested():
         if errors.debug_enabled() and interrupt.where():
             print("Traceback (most recent call last):\n" + "".join(interrupt.where()) + "KeyboardInterrupt",
                   file=sys.stderr)
         print("layerpick: aborted", file=sys.stderr)
-        code = errors.INTERRUPTED
+        code = interrupt.exit_code()
     return code
 
 
 def _on_interrupt(signum, frame) -> None:
+    where = None
     if errors.debug_enabled():  # LAYERPICK_DEBUG=1: where the interrupt arrived, whatever catches it later
         import traceback
 
-        interrupt.request(traceback.format_stack(frame))
-    else:
-        interrupt.request()
-    raise KeyboardInterrupt
+        where = traceback.format_stack(frame)
+    interrupt.arrive(signum, where)
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -1,7 +1,8 @@
 """The one place that turns exceptions into one-line messages and exit codes.
 
 Exit codes: 0 ok, 1 user error (bad input, missing or broken model, an output location that cannot be
-written), 2 usage (Typer/click), 3 internal error, 130 interrupted (Ctrl-C).
+written, a full disk, whichever library noticed it), 2 usage (Typer/click), 3 internal error, 130 / 143 / 129
+interrupted (Ctrl-C, SIGTERM, SIGHUP: 128 + the signal's number).
 `LAYERPICK_DEBUG=1` shows the full traceback as well, and keeps the exit code.
 """
 
@@ -11,7 +12,7 @@ import errno
 import os
 import sys
 
-from layerpick._util import interrupt
+from layerpick._util import disk, interrupt
 from layerpick.errors import LayerpickError
 
 USER_ERROR = 1
@@ -33,6 +34,8 @@ def exit_code_for(error: BaseException) -> int:
     if isinstance(error, LayerpickError):
         return USER_ERROR
     if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS:
+        return USER_ERROR
+    if disk.is_disk_full(error):  # said in a library's own words (a SafetensorError, say)
         return USER_ERROR
     return INTERNAL_ERROR
 
@@ -60,6 +63,8 @@ def report(error: BaseException) -> int:
     code = exit_code_for(error)
     prefix = "error" if code == USER_ERROR else f"internal error ({type(error).__name__})"
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if not isinstance(error, LayerpickError) and disk.is_disk_full(error):
+        message = f"no space left on device while writing {getattr(error, 'filename', None) or 'an output'}"
     print(f"layerpick: {prefix}: {message}", file=sys.stderr)
     if code == INTERNAL_ERROR and not debug_enabled():
         print("layerpick: set LAYERPICK_DEBUG=1 to see the traceback", file=sys.stderr)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
@@ -51,6 +52,7 @@ def export(
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
                           overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
                           prompt=prompt, transform=transform, fit_texts=fit_texts)
+    interrupt.final_output(output)  # once the export is in place, the command has succeeded
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from layerpick._util import interrupt
 from layerpick._util.formatting import number
 from layerpick.bench.run import BenchConfig
 from layerpick.cli import options as opt
@@ -17,7 +18,7 @@ from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import SelectConfig, default_output
-from layerpick.workflow.report import write_run_report
+from layerpick.workflow.report import RUN_REPORT_PAGE
 from layerpick.workflow.run import RunConfig, RunResult, run_workflow, speedup_summary
 
 
@@ -72,8 +73,9 @@ def run(
     config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
                        bench=bench_config, select=selection, choice=choice, force=force)
     target = output or default_output(name) / "run"
+    interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
     result = run_workflow(name, target, load, config, progress=not quiet, announce=_announcer(quiet))
-    files = write_run_report(result)
+    files = result.report_files
     if as_json:
         typer.echo(json.dumps(summary(result, files), indent=2))
     else:

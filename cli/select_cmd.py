@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from layerpick._util import interrupt
 from layerpick._util.formatting import COST_HEADER, number
 from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
-from layerpick.selection.job import SelectConfig, select_and_write
+from layerpick.selection.job import SelectConfig, default_output, select_and_write
 from layerpick.selection.report import (
     ARROWS,
     cost_lines,
@@ -40,7 +41,9 @@ def select(
 
     Example: layerpick select smollm2-135m --limit 256 --output layerpick-out/smollm2
     """
-    report, written = select_and_write(model or registry.DEFAULT_MODEL, load, selection, output)
+    name = model or registry.DEFAULT_MODEL
+    interrupt.final_output(output or default_output(name))  # the report's files are committed into it last
+    report, written = select_and_write(name, load, selection, output)
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -9,11 +9,17 @@ into place (`atomic_directory`), and a staging folder whose files replace a targ
   folders, and transformers saves weights 0600; another user serving an export must be able to read it);
 - an interrupt the user asked for is honoured even if a library swallowed its KeyboardInterrupt
   (`layerpick._util.interrupt.check`), so an interrupted command never commits a result.
+
+The renames themselves run shielded from interrupts (`interrupt.shielded`) and report what they placed
+(`interrupt.placed`), so a command whose output is in place succeeds whatever arrives after. A staging name
+carries the process id (`.NAME.partial-PID-XXXX`); a staging folder or temporary file whose process is gone
+(killed by SIGKILL, a crash, a power cut) is swept by the next command that stages beside the same target.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
 import shutil
@@ -61,17 +67,24 @@ def publish(path: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path) -> Iterator[Path]:
+def atomic_file(path: Path, needed: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `path` to write; when the block succeeds it replaces `path` in one rename.
-    An interrupted or failed write leaves the old file (or none)."""
+    An interrupted or failed write leaves the old file (or none); one that fails for want of space is a
+    DiskFullError naming `path` (and `needed`, the bytes the caller expected to write)."""
     path = Path(path)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale(path)
+    handle, name = tempfile.mkstemp(prefix=f"{_stage_prefix(path, 'tmp')}", suffix=".tmp", dir=path.parent)
     os.close(handle)
     temporary = Path(name)
     try:
         yield temporary
         publish(temporary)
-        os.replace(temporary, path)
+        with interrupt.shielded():
+            os.replace(temporary, path)
+            interrupt.placed(path)
+    except Exception as error:
+        _raise_as_disk_full(error, temporary, path, needed)
+        raise
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -87,19 +100,22 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 @contextmanager
-def staging_directory(target: Path) -> Iterator[Path]:
+def staging_directory(target: Path, needed: int | None = None) -> Iterator[Path]:
     """An empty folder beside `target` (same file system, so renames are atomic), removed on exit; parents of
-    `target` that this creates are removed again when the block fails."""
+    `target` that this creates are removed again when the block fails. A write that fails for want of space
+    becomes a DiskFullError naming `target` (and `needed`, the bytes the caller expected to write)."""
     target = Path(target)
     created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    sweep_stale(target)
+    staging = Path(tempfile.mkdtemp(prefix=_stage_prefix(target, "partial"), dir=target.parent))
     done = False
     try:
         yield staging
         done = True
-    except OSError as error:
-        if _written_under(error, staging):  # a full disk mid-write: name the user's path, not the staging one
+    except Exception as error:
+        _raise_as_disk_full(error, staging, target, needed)
+        if isinstance(error, OSError) and _written_under(error, staging):  # name the user's path, not the staging one
             from layerpick._util.outputs import OutputLocationError
 
             raise OutputLocationError(f"cannot write {target}: {error.strerror or error}") from error
@@ -128,23 +144,79 @@ def commit_files(staging: Path, target: Path, names: Iterable[str]) -> list[Path
     """Move `names` from `staging` into the existing folder `target`, each by an atomic rename, in order."""
     publish(staging)
     moved = []
-    for name in names:
-        os.replace(staging / name, target / name)
-        moved.append(target / name)
+    with interrupt.shielded():
+        for name in names:
+            os.replace(staging / name, target / name)
+            moved.append(target / name)
+        interrupt.placed(target)
     return moved
 
 
 def swap_into_place(built: Path, target: Path, previous: Path) -> None:
     """Rename `built` to `target`; an existing `target` is first moved to `previous` (same file system), and
     put back if the rename fails."""
-    if target.exists() or target.is_symlink():
-        target.rename(previous)
+    with interrupt.shielded():
+        if target.exists() or target.is_symlink():
+            target.rename(previous)
+        try:
+            built.rename(target)
+        except BaseException:
+            if previous.exists():
+                previous.rename(target)
+            raise
+        interrupt.placed(target)
+
+
+def sweep_stale(target: Path) -> list[Path]:
+    """Remove the staging folders and temporary files beside `target` whose process is no longer alive (what
+    SIGKILL or a crash left); return what was removed."""
+    target = Path(target)
+    removed = []
+    if not target.parent.is_dir():
+        return removed
+    for kind in ("partial", "tmp"):
+        for item in target.parent.glob(f".{glob.escape(target.name)}.{kind}-*"):
+            if not _holder_alive(item.name[len(f".{target.name}.{kind}-"):]):
+                shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
+                removed.append(item)
+    return removed
+
+
+def _stage_prefix(target: Path, kind: str) -> str:
+    return f".{target.name}.{kind}-{os.getpid()}-"
+
+
+def _holder_alive(rest: str) -> bool:
+    """Whether the process named in a staging name's `PID-XXXX` tail still runs (names without a process id,
+    from older versions, count as alive: nobody can tell)."""
+    pid = rest.split("-", 1)[0]
+    if not pid.isdigit():
+        return True
     try:
-        built.rename(target)
-    except BaseException:
-        if previous.exists():
-            previous.rename(target)
-        raise
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _raise_as_disk_full(error: Exception, written: Path, target: Path, needed: int | None) -> None:
+    """Raise DiskFullError (naming `target`) when `error` came from a full disk: said so by the error, or seen
+    on the file system while the partial files in `written` are still there."""
+    from layerpick._util import disk
+    from layerpick.errors import LayerpickError
+
+    if isinstance(error, disk.DiskFullError):
+        return
+    said = disk.is_disk_full(error)
+    if said or (not isinstance(error, LayerpickError) and disk.nearly_full(written)):
+        if needed:
+            raise disk.DiskFullError(target, needed) from error
+        written_bytes = disk.tree_bytes(written) if written.exists() else 0
+        if written_bytes:
+            raise disk.DiskFullError(target, written_bytes, at_least=True) from error
+        raise disk.DiskFullError(target, free=disk.free_bytes(written)) from error  # nothing could be written
 
 
 def _written_under(error: OSError, folder: Path) -> bool:

@@ -33,6 +33,8 @@ def baseline_source(metadata: dict | None) -> str | None:
     if not metadata:
         return None
     source = metadata.get("source")
+    if isinstance(source, dict) and isinstance(source.get("baseline"), dict):  # an export of an export
+        source = source["baseline"]
     if isinstance(source, dict):
         path, name = source.get("path"), source.get("model")
         if isinstance(path, str) and path and Path(path).is_dir():

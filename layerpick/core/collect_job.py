@@ -10,12 +10,15 @@ import torch
 from safetensors.torch import save_file
 
 from layerpick._util.atomic import atomic_file
+from layerpick._util.disk import check_free
 from layerpick._util.outputs import check_output_location
 from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, LayerStates, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.core.prompts import parse_prompt
 from layerpick.errors import LayerpickError
+
+METADATA_ALLOWANCE = 1 << 20  # bytes for the safetensors header and metadata beside the states
 
 
 @dataclass
@@ -82,7 +85,9 @@ def layer_summary(states: LayerStates) -> tuple[list[float], list[float]]:
 
 def save_states(states: LayerStates, path: Path, metadata: dict[str, str]) -> None:
     """Write the pooled states atomically: a temporary file beside `path`, renamed at the end."""
+    tensors = {"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}
+    needed = sum(t.numel() * t.element_size() for t in tensors.values()) + METADATA_ALLOWANCE
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(path) as temporary:
-        save_file({"pooled": states.pooled.contiguous(), "token_counts": states.token_counts}, str(temporary),
-                  metadata)
+    check_free(path, needed)
+    with atomic_file(path, needed) as temporary:
+        save_file(tensors, str(temporary), metadata)

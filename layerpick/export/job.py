@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
+from layerpick._util.disk import check_free
+from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
@@ -44,6 +47,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_SEQ_LENGTH = 512  # CollectConfig's default: what selection scored, unless the model caps lower
 PARITY_BATCH_SIZE = 3  # small batches of unequal texts: padding is exercised in both encoders
 PARITY_TOLERANCE = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}  # relative to the largest |value|
+TOKENIZER_ALLOWANCE = 64 * 2**20  # bytes kept free for the tokenizer and documents beside the weights
 DEFAULT_PARITY_TEXTS = (
     "A cat.",
     "The quick brown fox jumps over the lazy dog.",
@@ -126,8 +130,16 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     load_options.check()
     if config.max_seq_length is not None and config.max_seq_length < 1:
         raise ExportError(f"--max-seq-length must be at least 1 (got {config.max_seq_length})")
+    check_not_own_source(model, output)
     st_layout.check_output(output, config.overwrite)
     check_output_location(output, "--output")
+    with output_lock(output):
+        return _cut_and_save(model, output, config, load_options, plan, fit_texts, with_onnx, texts)
+
+
+def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: LoadOptions, plan: ExportPlan,
+                  fit_texts, with_onnx: bool, texts: tuple[str, ...]) -> ExportResult:
+    """The export once every check passed and the output is locked: load, fit, reference, cut, save, prove."""
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
     pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.default_pooling, plan.prompt))
@@ -143,7 +155,9 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
-    with st_layout.atomic_directory(output, config.overwrite) as work:
+    needed = disk_needed(loaded.model, with_onnx, config.quantize, fitted is not None)
+    check_free(output, needed)
+    with st_layout.atomic_directory(output, config.overwrite, needed) as work:
         target = work / "export"
         notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length,
                       fitted)
@@ -168,7 +182,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
             versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
-            onnx=onnx, prompt=prompt_facts, transform=fitted.to_json() if fitted else None)
+            onnx=onnx, prompt=prompt_facts, transform=fitted.to_json() if fitted else None,
+            baseline=model_card.original_source(loaded.path))
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -177,6 +192,37 @@ def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
                         facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx, facts.transform)
+
+
+def check_not_own_source(model: str, output: Path) -> None:
+    """Refuse, before loading, an output that is, contains or lies inside the model it is cut from (the
+    export would replace what it reads)."""
+    source = local_source(model)
+    if source is None:
+        return
+    target = Path(os.path.abspath(Path(output).expanduser()))
+    if target == source or target in source.parents or source in target.parents:
+        where = "is" if target == source else ("contains" if target in source.parents else "is inside")
+        raise ExportError(f"--output {output} {where} the model being exported ({source}); an export cannot "
+                          "replace its own source: choose another --output")
+
+
+def local_source(model: str) -> Path | None:
+    """The local file or directory `model` is read from (a path, or a packaged alias), or None (a hub id)."""
+    from layerpick.core import registry
+
+    if registry.get_entry(model) is not None:
+        return Path(os.path.abspath(registry.resolve_alias(model)[1].directory))
+    path = Path(model).expanduser()
+    return Path(os.path.abspath(path)) if path.exists() else None
+
+
+def disk_needed(cut: torch.nn.Module, with_onnx: bool, quantize: str | None, mapped: bool) -> int:
+    """The bytes an export writes at its peak, estimated from the cut model's weights: the transformers save
+    and the sentence-transformers copy, each ONNX graph (the int8 copy a quarter), and room for the tokenizer."""
+    weights = sum(p.numel() * p.element_size() for p in cut.parameters())
+    copies = 2 + (1 + mapped if with_onnx else 0) + (0.25 if with_onnx and quantize else 0)
+    return int(weights * copies) + TOKENIZER_ALLOWANCE
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,

@@ -56,6 +56,7 @@ class ExportFacts:
     onnx: dict[str, Any] | None = None  # onnx.step's section: graph file, size, parity, int8
     prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
     transform: dict[str, Any] | None = None  # the post-pooling transform (a Dense module), its fit set, output dim
+    baseline: dict[str, Any] | None = None  # the full model, when the source is itself an export (bench's baseline)
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -103,7 +104,8 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "format": "layerpick-export/1",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "source": {"model": facts.model, "path": facts.source_path, "revision": facts.revision,
-                   "package": facts.package, "architecture": facts.architecture, "notes": list(facts.notes)},
+                   "package": facts.package, "architecture": facts.architecture, "notes": list(facts.notes),
+                   **({"baseline": facts.baseline} if facts.baseline else {})},
         "layer": facts.layer,
         "num_layers": facts.num_layers,
         "representation": facts.representation,
@@ -396,8 +398,21 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         speedup=document.get("speedup"), versions=document.get("versions") or {},
         device=document.get("device"), pipeline=document.get("source_pipeline"),
         dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
-        transform=document.get("transform"),
+        transform=document.get("transform"), baseline=source.get("baseline"),
     )
+
+
+def original_source(path: str | Path | None) -> dict[str, Any] | None:
+    """When the directory `path` is itself a layerpick export, the full model it was cut from (model and path,
+    followed through exports of exports); None for any other source."""
+    metadata = Path(path) / METADATA_FILE if path else None
+    if metadata is None or not metadata.is_file():
+        return None
+    try:
+        source = json.loads(metadata.read_text(encoding="utf-8"))["source"]
+        return source.get("baseline") or {"model": source["model"], "path": source.get("path")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None, speedup: Any = None) -> None:

@@ -274,10 +274,11 @@ def check_output(output: Path, overwrite: bool) -> None:
 
 
 @contextmanager
-def atomic_directory(target: Path, overwrite: bool) -> Iterator[Path]:
+def atomic_directory(target: Path, overwrite: bool, needed: int | None = None) -> Iterator[Path]:
     """Yield a work directory beside `target`; its `export` subdirectory becomes `target` on success.
-    On any failure (or interrupt) the work directory, and any parent this created, are removed."""
-    with atomic.staging_directory(target) as work:
+    On any failure (or interrupt) the work directory, and any parent this created, are removed (`needed`: the
+    bytes expected, named when the disk fills)."""
+    with atomic.staging_directory(target, needed) as work:
         yield work
         atomic.publish(work / "export")
         check_output(target, overwrite)

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import CalibrationSet, load_calibration
@@ -176,8 +177,10 @@ def default_output(model: str) -> Path:
 
 def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig,
                      output: Path | None) -> tuple[SelectReport, list[Path]]:
-    """Check the output location first, then select, then write the report there."""
+    """Check the output location first, then select, then write the report there (the folder locked
+    throughout, so two selects never interleave their files)."""
     output = Path(output) if output is not None else default_output(model)
     check_output_location(output, "--output")
-    report = run_select(model, load_options, config)
-    return report, write_report(report, output)
+    with output_lock(output):
+        report = run_select(model, load_options, config)
+        return report, write_report(report, output)

@@ -174,8 +174,7 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
 
 def write_report(report: SelectReport, output: Path) -> list[Path]:
     """Write report.json, report.md and metrics.png into `output` (created if needed), atomically."""
-    output.mkdir(parents=True, exist_ok=True)
-    with staging_directory(output / "report") as staging:
+    with staging_directory(output / "report") as staging:  # creates `output`, and removes it again on failure
         (staging / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(to_markdown(report), encoding="utf-8")
         plot_metrics(report, staging / "metrics.png")

@@ -59,10 +59,13 @@ class Code:
 Block = Heading | Text | Table | Image | Code
 
 
+RUN_REPORT_TEXT, RUN_REPORT_PAGE = "report.md", "report.html"  # written in this order: the page last
+
+
 def write_run_report(result: RunResult) -> list[Path]:
     """Write report.md and report.html into the run's output folder."""
     blocks = build_blocks(result)
-    md, page = result.output / "report.md", result.output / "report.html"
+    md, page = result.output / RUN_REPORT_TEXT, result.output / RUN_REPORT_PAGE
     write_text_atomic(md, to_markdown(blocks, result.output))
     write_text_atomic(page, to_html(blocks, f"layerpick run: {result.model}"))
     return [md, page]

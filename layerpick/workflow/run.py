@@ -10,7 +10,9 @@ Owns the layout of the output folder and the rule for reusing a finished stage:
     DIR/report.md, DIR/report.html                                    (layerpick.workflow.report)
 
 A stage is reused when run.json records the same key for it and its output is there; a changed option
-recomputes that stage and every later one; `force` recomputes everything (and empties the store).
+recomputes that stage and every later one; `force` recomputes everything (and empties the store). The folder
+is locked (`layerpick._util.locks`) from the checks until the report is written, so two runs never mix their
+stages in one folder and a ledger always describes the products beside it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from layerpick._util.atomic import write_json_atomic
+from layerpick._util.locks import output_lock
 from layerpick._util.filenames import (
     BENCH_FILE,
     METADATA_FILE,
@@ -84,6 +87,7 @@ class RunResult:
     export: dict[str, Any]
     bench: dict[str, Any] | None
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report_files: list[Path] = field(default_factory=list)
 
     @property
     def export_dir(self) -> Path:
@@ -95,16 +99,28 @@ Announce = Callable[[str, bool], None]
 
 def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptions(), config: RunConfig = RunConfig(),
                  *, progress: bool = True, announce: Announce | None = None) -> RunResult:
-    """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`."""
+    """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`, and
+    write the run's report (report.md, report.html) last."""
     output = Path(output)
     load_options.check()
     inputs = input_facts(model, config)
+    check_output_location(output, "--output")
+    with output_lock(output):
+        return _locked_run(model, output, load_options, config, inputs, progress, announce)
+
+
+def _locked_run(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
+                progress: bool, announce: Announce | None) -> RunResult:
+    from layerpick.workflow.report import write_run_report  # the report module builds on this one
+
     created = [folder for folder in (output, *output.parents) if not folder.exists()]  # innermost first
     _check_output(output)
     ledger = Ledger(output / LEDGER, config.force)
     ledger.start()  # run.json first: a run interrupted at any later point is recognised and resumed
     try:
-        return _run_stages(model, output, load_options, config, inputs, ledger, progress, announce)
+        result = _run_stages(model, output, load_options, config, inputs, ledger, progress, announce)
+        result.report_files = write_run_report(result)
+        return result
     except BaseException:
         if created and not ledger.stages:  # nothing finished: leave no folder behind (a re-run starts afresh)
             shutil.rmtree(output, ignore_errors=True)
@@ -330,7 +346,6 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
 
 
 def _check_output(output: Path) -> None:
-    check_output_location(output, "--output")
     check_replaceable(output, overwrite=True, owned=lambda path: (path / LEDGER).is_file(), what="run")  # resumed
     output.mkdir(parents=True, exist_ok=True)
 
