@@ -209,14 +209,20 @@ def _raise_as_disk_full(error: Exception, written: Path, target: Path, needed: i
 
     if isinstance(error, disk.DiskFullError):
         return
-    said = disk.is_disk_full(error)
-    if said or (not isinstance(error, LayerpickError) and disk.nearly_full(written)):
+    ours = isinstance(error, LayerpickError) and not _wraps_a_library_error(error)  # our own diagnosis stands
+    if disk.is_disk_full(error) or (not ours and disk.nearly_full(written)):
         if needed:
             raise disk.DiskFullError(target, needed) from error
         written_bytes = disk.tree_bytes(written) if written.exists() else 0
         if written_bytes:
             raise disk.DiskFullError(target, written_bytes, at_least=True) from error
         raise disk.DiskFullError(target, free=disk.free_bytes(written)) from error  # nothing could be written
+
+
+def _wraps_a_library_error(error: BaseException) -> bool:
+    from layerpick.errors import LayerpickError
+
+    return error.__cause__ is not None and not isinstance(error.__cause__, LayerpickError)
 
 
 def _written_under(error: OSError, folder: Path) -> bool:

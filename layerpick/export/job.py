@@ -47,7 +47,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_SEQ_LENGTH = 512  # CollectConfig's default: what selection scored, unless the model caps lower
 PARITY_BATCH_SIZE = 3  # small batches of unequal texts: padding is exercised in both encoders
 PARITY_TOLERANCE = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}  # relative to the largest |value|
-TOKENIZER_ALLOWANCE = 64 * 2**20  # bytes kept free for the tokenizer and documents beside the weights
+DOCUMENTS_ALLOWANCE = 1 << 20  # bytes for the configs, model card and layerpick.json an export writes
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")  # not copied as they are: the cut is saved
 DEFAULT_PARITY_TEXTS = (
     "A cat.",
     "The quick brown fox jumps over the lazy dog.",
@@ -155,7 +156,7 @@ def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: 
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
-    needed = disk_needed(loaded.model, with_onnx, config.quantize, fitted is not None)
+    needed = disk_needed(loaded.model, loaded.path, with_onnx, config.quantize, fitted is not None)
     check_free(output, needed)
     with st_layout.atomic_directory(output, config.overwrite, needed) as work:
         target = work / "export"
@@ -217,12 +218,17 @@ def local_source(model: str) -> Path | None:
     return Path(os.path.abspath(path)) if path.exists() else None
 
 
-def disk_needed(cut: torch.nn.Module, with_onnx: bool, quantize: str | None, mapped: bool) -> int:
-    """The bytes an export writes at its peak, estimated from the cut model's weights: the transformers save
-    and the sentence-transformers copy, each ONNX graph (the int8 copy a quarter), and room for the tokenizer."""
+def disk_needed(cut: torch.nn.Module, source: str | Path, with_onnx: bool, quantize: str | None,
+                mapped: bool) -> int:
+    """The bytes an export writes at its peak, estimated from the cut model's weights (the transformers save and
+    the sentence-transformers copy, each ONNX graph, the int8 copy a quarter) and the source's other files (the
+    tokenizer, twice)."""
     weights = sum(p.numel() * p.element_size() for p in cut.parameters())
     copies = 2 + (1 + mapped if with_onnx else 0) + (0.25 if with_onnx and quantize else 0)
-    return int(weights * copies) + TOKENIZER_ALLOWANCE
+    folder = Path(source)
+    side = sum(f.stat().st_size for f in folder.iterdir() if f.is_file() and f.suffix not in WEIGHT_SUFFIXES) \
+        if folder.is_dir() else 0
+    return int(weights * copies) + 2 * side + DOCUMENTS_ALLOWANCE
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
