@@ -37,7 +37,8 @@ GgufFile = Annotated[Optional[str], typer.Option("--gguf-file", help="GGUF file 
 
 Calibration = Annotated[
     Optional[str],
-    typer.Option(help="Text file (one per line), JSONL file, or task folder. Default: the embedded set.",
+    typer.Option(help="Text file (one per line), JSONL file, task folder, or a pipe (<(cmd), /dev/stdin: lines, "
+                      "or JSONL with --field). Default: the embedded set.",
                  envvar="LAYERPICK_CALIBRATION"),
 ]
 Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text (default 'text').",

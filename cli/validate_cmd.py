@@ -24,7 +24,8 @@ from layerpick.selection.frontier import ChoiceOptions
 from layerpick.validation.picks import frontier_table, picks_lines
 
 TASKS_HELP = (
-    "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated. A folder named after "
+    "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated (a path that exists "
+    "is taken whole, commas and all). A folder named after "
     "an MTEB task (e.g. data/STSBenchmark) runs that task on the folder's data, offline; any other folder is a "
     "custom task of the kind its files imply: test.jsonl with text+label (and train.jsonl), sentence1+sentence2+"
     "score (STS), sentence1+sentence2+label (pair classification), sentences+labels per line (clustering), or "

@@ -1,5 +1,6 @@
-"""Reading JSON files: a JSON Lines file (one object per non-blank line) and an optional JSON file, each with a
-one-line error naming the file (and line) when it is not valid JSON."""
+"""Reading JSON files: a JSON Lines file (one object per non-blank line, from a path or from bytes already read)
+and an optional JSON file, each with a one-line error naming the file (and line) when it is not valid JSON;
+and the words for what a JSON value is (`json_kind`), for messages about a field of the wrong type."""
 
 from __future__ import annotations
 
@@ -34,7 +35,31 @@ def read_objects(path: Path) -> Iterator[tuple[int, dict]]:
         raise JsonlError(f"{path}: not valid UTF-8 (byte {error.start})") from None
 
 
-def _object(line: str, path: Path, number: int) -> dict:
+def parse_objects(data: bytes, name: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of `data`, the content of `name` (a stream read once)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise JsonlError(f"{name}: not valid UTF-8 (byte {error.start})") from None
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a string
+        if line.strip():
+            yield number, _object(line, name, number)
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in words: 'a number', 'null', 'a list', ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _object(line: str, path: str | Path, number: int) -> dict:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as error:

@@ -1,12 +1,13 @@
 """Settings of `layerpick bench`: `BenchConfig`, its checks, and `BenchError` for a benchmark that cannot run.
 
-Owns: the defaults (batch sizes, text count, repeats, memory on, torch's default thread count) and the
-one-line messages for bad settings.
+Owns: the defaults (batch sizes, text count, repeats, memory on, torch's default thread count), the one-line
+messages for bad settings, and the batch sizes a run can time (`capped`): a batch never holds more than the
+texts timed, so a batch size above `texts` is measured, and labelled, as `texts`, with a one-line notice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from layerpick.errors import LayerpickError
 from layerpick.export.load import runtime_problem
@@ -39,3 +40,14 @@ class BenchConfig:
         if problem:
             raise BenchError(problem)
         return self
+
+    def capped(self) -> tuple["BenchConfig", str | None]:
+        """This config with every batch size above `texts` lowered to `texts` (sizes that become equal merged,
+        the order kept), and the notice that says which were (None when none was)."""
+        over = [size for size in dict.fromkeys(self.batch_sizes) if size > self.texts]
+        if not over:
+            return self, None
+        sizes = tuple(dict.fromkeys(min(size, self.texts) for size in self.batch_sizes))
+        listed = ", ".join(str(size) for size in over[:-1]) + (" and " if len(over) > 1 else "") + str(over[-1])
+        notice = f"batch size{'s' if len(over) > 1 else ''} {listed} capped at the {self.texts} texts timed"
+        return replace(self, batch_sizes=sizes), notice

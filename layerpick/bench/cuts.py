@@ -5,6 +5,7 @@ directories, the run, and `CutsResult`. Every cut and the full model are loaded 
 side by side on the same batches, interleaved (`layerpick.bench.timing`), at every batch size; peak memory
 per directory in fresh processes (`layerpick.bench.memory`). Each cut is set against its ideal speed-up and
 parameters kept (`layerpick.core.cost`) and, when a validation is given, its validated mean task score.
+Batch sizes above the text count are timed, and labelled, at the text count, as `layerpick bench DIR` does.
 
 The full model is a sentence-transformers directory with every block: the baseline of an export (its
 tokenizer, pooling and normalisation with the full weights, as `layerpick bench DIR` builds it), or, for a
@@ -16,6 +17,7 @@ without writing its weights again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -140,10 +142,10 @@ def parse_cut_layers(text: str, num_layers: int, validation: dict[str, Any] | No
 def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: LoadOptions = LoadOptions(),
              *, progress: bool = False) -> CutsResult:
     """Time every cut of `plan` against the full model side by side; memory per directory when asked."""
-    from layerpick.bench.run import bench_texts
+    from layerpick.bench.run import bench_texts, capped_config
     from layerpick.core.models import resolve_device
 
-    config = config.validate()
+    config, notice = capped_config(config)
     device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-cuts-") as work:
         full = _full_directory(plan, Path(work), load_options, progress)
@@ -152,7 +154,8 @@ def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: 
         memory = ({key: measure_memory(path, texts, config.batch_sizes, device, threads)
                    for key, path in dirs.items()} if config.memory else None)
         costs = layer_costs_for_config(_config(transformer_dir(full)))
-    return _result(plan, config, timings, memory, costs, len(texts), device, threads)
+    result = _result(plan, config, timings, memory, costs, len(texts), device, threads)
+    return dataclasses.replace(result, notes=result.notes + [notice]) if notice else result
 
 
 def cut_directory(full: Path, k: int, work: Path) -> Path:

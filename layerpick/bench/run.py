@@ -2,7 +2,9 @@
 
 Owns: the deterministic text set, the run (baseline from `layerpick.bench.baseline`, timing from
 `layerpick.bench.timing`, memory from `layerpick.bench.memory`, all under one torch thread count), and
-`BenchResult` with its per-model facts (layers, parameter count, weight file size) and ratios.
+`BenchResult` with its per-model facts (layers, parameter count, weight file size) and ratios. A batch size
+above the text count is timed, and its row labelled, at the text count (`BenchConfig.capped`): the notice is
+logged and kept in the result's notes.
 
 Every ratio is exported / baseline: a throughput ratio above 1 and latency and memory ratios below 1 mean the
 export is faster and smaller. `threads` in the result is torch's intra-op thread count during the run
@@ -11,6 +13,7 @@ export is faster and smaller. `threads` in the result is torch's intra-op thread
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +33,10 @@ from layerpick.bench.timing import Measurement, split_batches, time_side_by_side
 from layerpick.core.calibration import load_calibration
 from layerpick.export.load import load_encoder, load_sentence_transformer, read_metadata
 
-__all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "run_bench"]
+__all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "capped_config",
+           "run_bench"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -101,13 +107,22 @@ class _Run:
     texts: list[str]
     device: str
     config: BenchConfig
+    notice: str | None = None  # which batch sizes were capped at the text count
+
+
+def capped_config(config: BenchConfig) -> tuple[BenchConfig, str | None]:
+    """`config` checked, its batch sizes capped at the texts timed; the notice (None when none was) is logged."""
+    config, notice = config.validate().capped()
+    if notice:
+        logger.warning(notice)
+    return config, notice
 
 
 def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, progress: bool = False) -> BenchResult:
     """Measure the exported model in `directory` against its full model, side by side."""
     from layerpick.core.models import resolve_device
 
-    config = config.validate()
+    config, notice = capped_config(config)
     exported = Path(directory).expanduser()
     if not (exported / "modules.json").is_file():
         raise BenchError(f"not a sentence-transformers directory (no modules.json): {exported}")
@@ -116,7 +131,7 @@ def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, pro
     full, device, texts = full_model_dir(name), resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-bench-") as work:
         paths = {"exported": exported, "baseline": build_baseline_dir(exported, full, Path(work))}
-        run = _Run(paths, name, full, texts, device, config)
+        run = _Run(paths, name, full, texts, device, config, notice)
         facts, timings = _time(run, progress)
         memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads,
                                        config.backend if role == "exported" else "torch")
@@ -150,7 +165,8 @@ def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str
         weights_ratio=_ratio(facts["exported"].weights_bytes, facts["baseline"].weights_bytes),
         texts=len(run.texts), repeats=config.repeats, device=run.device, threads=threads,
         memory_method=memory_method(run.device, all_reset(memory)) if memory is not None else None,
-        notes=_notes(run.name, config, metadata, threads), backend=config.backend,
+        notes=_notes(run.name, config, metadata, threads) + ([run.notice] if run.notice else []),
+        backend=config.backend,
         transform=transform_cost(run.paths["exported"], config.batch_sizes, timings, metadata),
     )
 

@@ -38,7 +38,7 @@ def _plot(data: dict[str, Any], curves, title: str, ylabel: str, path: Path, bes
     figure, axis = plt.subplots(figsize=(8, 5))
     for model, values in curves:
         _curve(axis, model, values, colors[model["label"]], best)
-    _decorate(axis, title, ylabel, legend=bool(curves), best=best)
+    _decorate(axis, title, ylabel, legend=bool(axis.get_legend_handles_labels()[0]), best=best)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

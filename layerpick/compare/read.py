@@ -1,8 +1,9 @@
 """Reading one input file of `layerpick compare`: a select report.json or a validate validation.json.
 
 Owns: telling the two kinds apart by their keys (not their names), checking the keys and shapes the comparison
-reads (curves of L+1 numbers or nulls, layers in 0..L; NaN and infinities become None), and the error types for
-input that cannot be compared.
+reads (curves of L+1 numbers or nulls, layers in 0..L; NaN and infinities become None), refusing a validation
+with no mean score at any layer (nothing of it could be compared or drawn), and the error types for input that
+cannot be compared.
 """
 
 from __future__ import annotations
@@ -103,9 +104,18 @@ def _check_validation(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     data["mean_by_layer"] = _curve(path, "mean_by_layer", data["mean_by_layer"], data["num_layers"])
     if not isinstance(data["tasks"], dict):
         raise NotAReportError(f"{path}: tasks must be an object of task name -> results")
+    if all(value is None for value in data["mean_by_layer"]):
+        raise NotAReportError(f"{path}: no layer has a mean task score ({_why_unscored(data)}); nothing to compare")
     for name in ("selected_layer", "best_layer"):
         data[name] = _layer(path, data, name, required=False)
     return data
+
+
+def _why_unscored(data: dict[str, Any]) -> str:
+    failures = data.get("failures")
+    if isinstance(failures, dict) and failures:
+        return f"failed: {', '.join(str(name) for name in failures)}"
+    return "no tasks" if not data["tasks"] else "no task was scored at every layer evaluated"
 
 
 def _layer(path: Path, data: dict, key: str, *, required: bool) -> int | None:

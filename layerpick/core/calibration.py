@@ -3,6 +3,11 @@
 Sources: the embedded default set (no argument), a text file with one text per line, a JSONL file (one
 object per line, the text in `field`), or a local task folder in MTEB-like layout (texts are read from its
 test split, or its corpus and queries for retrieval).
+
+A source may also be a stream: a pipe or FIFO (`--calibration <(cmd)`, `/dev/stdin`), a character device. A
+stream can be read only once, and one command loads its calibration texts several times (the texts, the fit
+set drawn from them, a run's input hash), so its bytes are read once per process and kept (`read_source_bytes`);
+a stream's lines are texts, or JSONL objects when `field` is given or its name ends in `.jsonl`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from layerpick._util.jsonl import JsonlError, read_objects
+from layerpick._util.jsonl import JsonlError, json_kind, parse_objects, read_objects
 from layerpick.errors import CalibrationError
 
 EMBEDDED = "embedded"
@@ -71,15 +76,36 @@ def _read_source(source: str | Path | None, field: str | None) -> tuple[list[str
     path = Path(source).expanduser()
     if path.is_dir():
         return _read_task_folder(path), str(path)
-    if not path.is_file():
+    if not path.exists():
         raise CalibrationError(f"calibration file not found: {path}")
-    if path.suffix == ".jsonl":
-        return _read_jsonl_field(path, field or "text"), str(path)
-    return _read_text(path).splitlines(), str(path)
+    data = read_source_bytes(path)
+    if path.suffix == ".jsonl" or (field is not None and not path.is_file()):
+        return _read_jsonl_field(data, path, field or "text"), str(path)
+    return _decode(data, path).splitlines(), str(path)
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+_STREAMS: dict[str, bytes] = {}  # the bytes of every stream read in this process, by the name it was given as
+
+
+def read_source_bytes(path: Path) -> bytes:
+    """The bytes of a file; of a stream (a pipe, a FIFO, a device: not a regular file), the bytes read the
+    first time, kept for every later read in this process."""
+    if path.is_file():
+        return _read_bytes(path)
+    key = str(path)
+    if key not in _STREAMS:
+        _STREAMS[key] = _read_bytes(path)
+    return _STREAMS[key]
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise CalibrationError(f"cannot read calibration source {path}: {error.strerror or error}") from None
+
+
+def _decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -93,15 +119,20 @@ def _read_jsonl(path: Path) -> list[dict]:
         raise CalibrationError(str(error)) from None
 
 
-def _read_jsonl_field(path: Path, field: str) -> list[str]:
-    rows = _read_jsonl(path)
-    missing = [i for i, row in enumerate(rows, start=1) if not isinstance(row.get(field), str)]
-    if missing:
-        keys = sorted(rows[missing[0] - 1].keys())
-        raise CalibrationError(
-            f"{path}: line {missing[0]} has no text field {field!r} (its fields: {', '.join(keys)}); use --field"
-        )
-    return [row[field] for row in rows]
+def _read_jsonl_field(data: bytes, path: Path, field: str) -> list[str]:
+    """The string in `field` of every line; a line without it, or with another kind of value, says so."""
+    try:
+        rows = list(parse_objects(data, path))
+    except JsonlError as error:
+        raise CalibrationError(str(error)) from None
+    for number, row in rows:
+        if field not in row:
+            raise CalibrationError(f"{path}: line {number} has no text field {field!r} (its fields: "
+                                   f"{', '.join(sorted(row))}); use --field")
+        if not isinstance(row[field], str):
+            raise CalibrationError(f"{path}: line {number}: field {field!r} is {json_kind(row[field])}, "
+                                   "not a string")
+    return [row[field] for _, row in rows]
 
 
 def _read_task_folder(path: Path) -> list[str]:

@@ -14,6 +14,12 @@ UTF-8. The kind is implied by the files and their fields:
 Retrieval: corpus lines `_id`, `title`, `text`; query lines `_id`, `text`; qrels are tab-separated
 `query-id`, `corpus-id`, `score` under that header row. Only queries with judgements are evaluated (as mteb).
 
+A folder that could not give a score is refused here, before any model loads: STS scores that are all equal
+(nothing to correlate with), fewer than two pairs, a single training label, qrels none of whose documents are
+in the corpus (every score would be 0) or none of whose queries are in the queries file. Qrels that name some
+absent ids are kept as mteb scores them (such a document is never retrieved, such a query is not evaluated),
+with a one-line warning that counts them.
+
 Each `<split>.jsonl` is a split. A folder named after an MTEB task evaluates that task's eval splits found in
 it (and trains on its train split); any other folder is a custom task evaluated on `test`. Other fields are
 ignored. A multi-subset task (languages) keeps each subset in a subfolder named after it; a flat folder
@@ -25,13 +31,16 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from layerpick._util.jsonl import JsonlError, read_objects, read_optional_json
+from layerpick._util.jsonl import JsonlError, json_kind, read_objects, read_optional_json
 from layerpick.validation.errors import TaskFormatError
+
+logger = logging.getLogger(__name__)
 
 KINDS = ("classification", "sts", "pair-classification", "clustering", "retrieval")
 RETRIEVAL_FILES = ("corpus.jsonl", "queries.jsonl")
@@ -151,13 +160,23 @@ def _text_label(row: dict, file: Path, number: int) -> dict:
 
 
 def _read_sts(folder: Path) -> dict[str, list[dict]]:
-    return {split: [_pair(row, "score", file, n) for n, row in enumerate(read_jsonl(file), 1)]
-            for split, file in _split_files(folder).items()}
+    splits = {split: [_pair(row, "score", file, n) for n, row in enumerate(read_jsonl(file), 1)]
+              for split, file in _split_files(folder).items()}
+    for split, rows in splits.items():
+        scores = {row["score"] for row in rows}
+        if len(scores) < 2:
+            raise TaskFormatError(f"{folder / f'{split}.jsonl'}: every row has the score {next(iter(scores)):g}; "
+                                  "STS needs at least two different scores to correlate with")
+    return splits
 
 
 def _read_pairs(folder: Path) -> dict[str, list[dict]]:
-    return {split: [_pair(row, "label", file, n) for n, row in enumerate(read_jsonl(file), 1)]
-            for split, file in _split_files(folder).items()}
+    splits = {split: [_pair(row, "label", file, n) for n, row in enumerate(read_jsonl(file), 1)]
+              for split, file in _split_files(folder).items()}
+    for split, rows in splits.items():
+        if len(rows) < 2:
+            raise TaskFormatError(f"{folder / f'{split}.jsonl'}: pair classification needs at least two pairs")
+    return splits
 
 
 def _pair(row: dict, target: str, file: Path, number: int) -> dict:
@@ -194,8 +213,45 @@ def _read_retrieval(folder: Path) -> dict[str, dict]:
     corpus_file, queries_file = folder / "corpus.jsonl", folder / "queries.jsonl"
     corpus = [_document(row, corpus_file, n) for n, row in enumerate(read_jsonl(corpus_file), 1)]
     queries = [_query(row, queries_file, n) for n, row in enumerate(read_jsonl(queries_file), 1)]
-    return {split: {"corpus": corpus, "queries": queries, "qrels": _read_qrels(file)}
+    ids = {row["_id"] for row in corpus}, {row["_id"] for row in queries}
+    return {split: {"corpus": corpus, "queries": queries, "qrels": _check_qrels(_read_qrels(file), file, *ids)}
             for split, file in qrels.items()}
+
+
+def _check_qrels(qrels: dict[str, dict[str, int]], file: Path, documents: set[str],
+                 queries: set[str]) -> dict[str, dict[str, int]]:
+    """Refuse judgements that cannot give a score (no judged document in the corpus, no judged query in the
+    queries file); warn, with the counts, about judgements that name some absent ids."""
+    judged = {doc for docs in qrels.values() for doc in docs}
+    if not judged & documents:
+        raise TaskFormatError(f"{file}: none of the {len(judged)} documents it judges is in corpus.jsonl "
+                              f"(e.g. {min(judged)!r}); every score would be 0")
+    if not set(qrels) & queries:
+        raise TaskFormatError(f"{file}: none of the {len(qrels)} queries it judges is in queries.jsonl "
+                              f"(e.g. {min(qrels)!r}); no query could be evaluated")
+    pairs = [(query, doc) for query, docs in qrels.items() for doc in docs]
+    absent = [(query, doc) for query, doc in pairs if query not in queries or doc not in documents]
+    if absent:
+        _warn_once(f"{file}: {len(absent)} of {len(pairs)} judgements name ids not in the folder "
+                   f"({_absent_ids(set(qrels) - queries, judged - documents)})")
+    return qrels
+
+
+def _absent_ids(queries: set[str], documents: set[str]) -> str:
+    """'2 queries not in queries.jsonl, not evaluated; 1 document not in corpus.jsonl, never retrieved'."""
+    parts = [f"{len(queries)} {'query' if len(queries) == 1 else 'queries'} not in queries.jsonl, not evaluated"]
+    parts += [f"{len(documents)} document{'' if len(documents) == 1 else 's'} not in corpus.jsonl, never retrieved"]
+    return "; ".join(part for part, count in zip(parts, (queries, documents)) if count)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A warning about a folder's data, once per process (`layerpick run` reads its task folders twice)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning(message)
 
 
 def _document(row: dict, file: Path, number: int) -> dict:
@@ -233,8 +289,10 @@ def _read_qrels(file: Path) -> dict[str, dict[str, int]]:
 
 def _text(row: dict, key: str, file: Path, number: int) -> str:
     value = row.get(key)
-    if not isinstance(value, str):
+    if key not in row:
         raise TaskFormatError(f"{file}:{number}: missing '{key}' (a string)")
+    if not isinstance(value, str):
+        raise TaskFormatError(f"{file}:{number}: field '{key}' is {json_kind(value)}, not a string")
     return value
 
 

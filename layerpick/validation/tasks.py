@@ -55,17 +55,37 @@ class TaskSpec:
 
 
 def split_items(text: str) -> list[str]:
-    """Split a comma-separated --tasks value, keeping commas inside parentheses ('MTEB(eng, v2)')."""
-    items, depth, current = [], 0, ""
+    """Split a comma-separated --tasks value, keeping commas inside parentheses ('MTEB(eng, v2)') and inside a
+    path that exists ('data/a,b': a value, or a run of its comma-separated parts, naming one is taken whole)."""
+    parts = _split_commas(text)
+    items, start = [], 0
+    while start < len(parts):
+        end = _longest_path(parts, start)
+        items.append(",".join(parts[start:end]))
+        start = end
+    return [item.strip() for item in items if item.strip()]
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
     for char in text:
         depth += {"(": 1, ")": -1}.get(char, 0)
         if char == "," and depth == 0:
-            items.append(current)
+            parts.append(current)
             current = ""
         else:
             current += char
-    items.append(current)
-    return [item.strip() for item in items if item.strip()]
+    return parts + [current]
+
+
+def _longest_path(parts: list[str], start: int) -> int:
+    """The end of the longest run of parts from `start` that, joined by commas, names an existing path
+    (start + 1 when none of two parts or more does)."""
+    for end in range(len(parts), start + 1, -1):
+        joined = ",".join(parts[start:end]).strip()
+        if joined and Path(joined).expanduser().exists():
+            return end
+    return start + 1
 
 
 def resolve_tasks(items: Sequence[str], data_dirs: Sequence[Path] = ()) -> list[TaskSpec]:

@@ -145,6 +145,30 @@ def test_config_is_checked():
     assert BenchConfig().threads is None
 
 
+def test_batch_sizes_above_the_text_count_are_capped():
+    config, notice = BenchConfig(batch_sizes=(1, 8, 32), texts=8).capped()
+    assert config.batch_sizes == (1, 8) and notice == "batch size 32 capped at the 8 texts timed"
+    config, notice = BenchConfig(batch_sizes=(64, 1, 16, 32), texts=8).capped()
+    assert config.batch_sizes == (8, 1) and notice == "batch sizes 64, 16 and 32 capped at the 8 texts timed"
+    unchanged = BenchConfig(batch_sizes=(1, 8), texts=8)
+    assert unchanged.capped() == (unchanged, None)
+
+
+def test_rows_are_labelled_with_the_batch_size_timed(cut_dir, monkeypatch):
+    """`--texts 4 --batch-sizes 2,6,9` timed batches of at most 4: rows 2 and 4, never a row labelled 6 or 9."""
+    timed = []
+
+    def recorded(texts, size):
+        timed.append(size)
+        return split_batches(texts, size)
+
+    monkeypatch.setattr(bench, "split_batches", recorded)
+    capped = run_bench(cut_dir, BenchConfig(batch_sizes=(2, 6, 9), texts=4, repeats=1, memory=False))
+    assert [row.batch_size for row in capped.rows] == timed == [2, 4]
+    assert capped.texts == 4 and capped.notes[-1] == "batch sizes 6 and 9 capped at the 4 texts timed"
+    assert [row["batch_size"] for row in capped.to_json()["rows"]] == [2, 4]
+
+
 def test_result_structure_and_facts(result, cut_dir):
     assert result.exported.layers == 3 and result.baseline.layers == 6
     assert result.exported.path == str(cut_dir) and result.baseline.path == str(MINILM)

@@ -76,6 +76,8 @@ CASES: dict[str, list[tuple]] = {
         ("calibration-missing", "select {random} --calibration {ws}/none.txt", USER, ["calibration file not found"]),
         ("calibration-empty", "select {random} --calibration {blank}", USER, ["contains no texts"]),
         ("calibration-not-utf8", "select {random} --calibration {latin1}", USER, ["not valid UTF-8"]),
+        ("calibration-text-not-a-string", "select {random} --calibration {numtext}", USER,
+         ["{numtext}: line 1: field 'text' is a number, not a string"]),
         ("output-unwritable", "select {random} --output " + RO + "/out", USER,
          [f"cannot write --output {RO}/out", "not writable"]),
         ("output-is-a-file", "select {random} --output {file}", USER, ["exists and is not a directory"]),
@@ -117,6 +119,21 @@ CASES: dict[str, list[tuple]] = {
          ["exported directory not found"]),
         ("exported-broken", "validate --exported {brokenexport} --tasks {sts} --output {ws}/v --store {store}",
          USER, ["model.safetensors is not a safetensors file"]),
+        ("sts-scores-all-equal", "validate {random} --tasks {flatsts}", USER,
+         ["{flatsts}/test.jsonl: every row has the score 3", "at least two different scores"]),
+        ("qrels-absent-documents", "validate {random} --tasks {nodocs}", USER,
+         ["{nodocs}/qrels.tsv: none of the 4 documents it judges is in corpus.jsonl"]),
+        ("qrels-absent-queries", "validate {random} --tasks {noqueries}", USER,
+         ["{noqueries}/qrels.tsv: none of the 4 queries it judges is in queries.jsonl"]),
+        ("task-text-not-a-string", "validate {random} --tasks {numtextcls}", USER,
+         ["{numtextcls}/test.jsonl:1: field 'text' is a number, not a string"]),
+        # a folder whose path holds a comma is taken whole: the run gets past the tasks to the (broken) weights
+        ("tasks-path-with-comma", "validate {random} --tasks {commasts} --layers 1 --output {ws}/v --store {store}",
+         USER, ["model.safetensors is not a safetensors file"]),
+        ("tasks-path-with-comma-listed", "validate {random} --tasks {sts},{commasts} --layers 1 --output {ws}/v "
+         "--store {store}", USER, ["model.safetensors is not a safetensors file"]),
+        ("tasks-path-with-comma-repeated", "validate {random} --tasks {commasts} --tasks {sts} --layers 1 "
+         "--output {ws}/v --store {store}", USER, ["model.safetensors is not a safetensors file"]),
     ],
     "run": model_rows("run", "--limit 12 --metrics dime --no-bench --output {ws}/r -q") + [
         ("tolerance-2", "run {random} --tolerance 2 --output {ws}/r", USER, ["--tolerance must be in [0, 1)"]),
@@ -127,6 +144,10 @@ CASES: dict[str, list[tuple]] = {
         ("output-unwritable", "run {random} --output " + RO + "/r", USER, [f"cannot write --output {RO}/r"]),
         ("output-foreign", "run {random} --output {foreign}", USER, ["holds no earlier layerpick run"]),
         ("output-is-a-file", "run {random} --output {file}", USER, ["exists and is not a directory"]),
+        ("sts-scores-all-equal", "run {random} --tasks {flatsts} --output {ws}/r", USER,
+         ["{flatsts}/test.jsonl: every row has the score 3"]),
+        ("tasks-path-with-comma", "run {random} --tasks {commasts} --output {ws}/r -q", USER,
+         ["model.safetensors is not a safetensors file"]),
     ],
     "bench": [
         ("not-an-export", "bench {ws}/none", USER, ["not a sentence-transformers directory"]),
@@ -149,6 +170,10 @@ CASES: dict[str, list[tuple]] = {
         ("report-missing", "compare {ws}/none.json --output {ws}/c", USER, ["none.json"]),
         ("output-unwritable", "compare {report} --output " + RO + "/c", USER, [f"cannot write --output {RO}/c"]),
         ("output-not-empty", "compare {report} --output {foreign}", USER, ["not empty"]),
+        ("validation-without-scores", "compare {unscored} --output {ws}/c", USER,
+         ["no layer has a mean task score (failed: flat)"]),
+        ("validation-without-scores-beside-a-report", "compare {report} {unscored} --output {ws}/c", USER,
+         ["{unscored}: no layer has a mean task score"]),
     ],
     "usage": [
         ("unknown-command", "frobnicate", USAGE, ["No such command"]),
@@ -163,6 +188,8 @@ TRANSFORM_FAULTS = [  # select, validate, export and run: checked before the mod
     ("transform-above-fit-set", "--transform whiten-8 --fit-texts {fewfit}", USER,
      ["whiten-8 needs at least 9 fit texts (got 3)", "--fit-texts"]),
     ("fit-texts-missing", "--transform center --fit-texts {ws}/none.txt", USER, ["--fit-texts", "not found"]),
+    ("fit-texts-text-not-a-string", "--transform center --fit-texts {numtext}", USER,
+     ["--fit-texts: {numtext}: line 1: field 'text' is a number, not a string"]),
     ("transform-with-raw", "--transform center --representation raw", USER,
      ["--transform needs --representation exported"]),
 ]
@@ -221,6 +248,7 @@ def fixtures(tiny_dirs, tmp_path_factory) -> dict[str, str]:
     paths["sts"], paths["single"] = _sts(root / "sts"), _single_label(root / "single")
     paths["export"], paths["brokenexport"] = _exports(tiny, root)
     paths["store"] = root / "store"
+    paths.update(_unscorable(root))
     return {name: str(path) for name, path in paths.items()}
 
 
@@ -438,6 +466,34 @@ def _exports(tiny: Path, root: Path) -> tuple[Path, Path]:
     shutil.copytree(export, broken)
     (broken / "model.safetensors").write_bytes(os.urandom(4096))
     return export, broken
+
+
+def _unscorable(root: Path) -> dict[str, Path]:
+    """Inputs that cannot give a score or a text: STS scores all equal, qrels of absent documents or queries, a
+    text that is a number; a task folder whose path holds a comma; a validation.json with no scores."""
+    from tests.testkit.tasks import classification_folder, retrieval_folder, sts_folder, write_jsonl
+
+    flat = write_jsonl(root / "flat" / "test.jsonl",
+                       [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)]).parent
+    numbered = classification_folder(root, "numtextcls")
+    write_jsonl(numbered / "test.jsonl", [{"text": 7, "label": 0}, {"text": "seven", "label": 1}])
+    unscored = {**_validation("other/model"), "failures": {"flat": "the folder's scores are all equal"}}
+    return {"flatsts": flat, "numtextcls": numbered, "commasts": sts_folder(root, "scores,2024"),
+            "nodocs": _qrels(retrieval_folder(root, "nodocs"), [(f"q{i}", f"gone{i}") for i in range(4)]),
+            "noqueries": _qrels(retrieval_folder(root, "noqueries"), [(f"who{i}", f"d{i}") for i in range(4)]),
+            "numtext": _write(root / "numtext.jsonl", b'{"text": 3}\n'),
+            "unscored": _write(root / "unscored" / "validation.json", json.dumps(unscored).encode())}
+
+
+def _qrels(folder: Path, pairs: list[tuple[str, str]]) -> Path:
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in pairs))
+    return folder
+
+
+def _validation(model: str) -> dict:
+    """A validation.json whose one task failed: no score at any layer."""
+    return {"model": model, "num_layers": 4, "layers_evaluated": [1], "tasks": {"flat": {"main_score_by_layer":
+            [None] * 5}}, "mean_by_layer": [None] * 5, "selected_layer": None, "best_layer": None}
 
 
 if __name__ == "__main__":

@@ -172,6 +172,10 @@ def test_short_name():
     ({**select_report("m", 4, 2), "selected_layer": 9}, NotAReportError, "selected_layer must be a layer in 0..4"),
     ({**select_report("m", 4, 2), "scores": {"dime": [1.0, 2.0]}}, NotAReportError, "must hold 5 values"),
     ({**select_report("m", 4, 2), "num_layers": 0}, NotAReportError, "num_layers must be a positive integer"),
+    ({**validation("m", 4, {1: 0.5}), "mean_by_layer": [None] * 5, "failures": {"A": "ZeroDivisionError"}},
+     NotAReportError, "no layer has a mean task score (failed: A); nothing to compare"),
+    ({**validation("m", 4, {1: 0.5}), "tasks": {}, "mean_by_layer": [None] * 5}, NotAReportError,
+     "no layer has a mean task score (no tasks)"),
 ])
 def test_bad_inputs(tmp_path, content, error, message):
     path = tmp_path / "r.json"
@@ -180,6 +184,17 @@ def test_bad_inputs(tmp_path, content, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         compare_reports([path], tmp_path / "cmp")
     assert issubclass(error, LayerpickError) and not (tmp_path / "cmp").exists()
+
+
+def test_a_metric_without_values_draws_an_empty_plot_without_warnings(tmp_path):
+    import warnings
+
+    report = select_report("m", 4, 2)
+    report["scores"]["dime"] = [None] * 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # matplotlib's "No artists with labels found to put in legend"
+        result = compare_reports([write(tmp_path / "r.json", report)], tmp_path / "cmp")
+    assert "metric-dime.png" in result.data["plots"] and (tmp_path / "cmp" / "metric-dime.png").is_file()
 
 
 def test_empty_folder_and_no_inputs(tmp_path):

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -68,3 +69,61 @@ def test_bad_json_line(tmp_path):
 
 def test_clean_keeps_first_occurrence_order():
     assert clean(["b", "a", "b", " ", "c"]) == ["b", "a", "c"]
+
+
+def test_a_text_that_is_not_a_string_says_what_it_is(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": 3}\n')
+    with pytest.raises(CalibrationError) as error:
+        load_calibration(path)
+    assert str(error.value) == f"{path}: line 1: field 'text' is a number, not a string"
+    path.write_text('{"text": "a"}\n\n{"text": null}\n')
+    with pytest.raises(CalibrationError, match="line 3: field 'text' is null, not a string"):
+        load_calibration(path)
+
+
+def test_fit_texts_read_jsonl_as_the_calibration_does(tmp_path):
+    from layerpick.core.fit_texts import load_fit_texts
+
+    path = tmp_path / "fit.jsonl"
+    path.write_text('{"text": ["a", "b"]}\n')
+    with pytest.raises(CalibrationError) as error:
+        load_fit_texts(str(path))
+    assert str(error.value) == f"--fit-texts: {path}: line 1: field 'text' is a list, not a string"
+
+
+def _pipe(data: bytes) -> str:
+    """A pipe, named as a shell names `<(cmd)`: /dev/fd/N, its writer feeding it from a thread."""
+    import threading
+
+    read, write = os.pipe()
+
+    def feed():
+        with os.fdopen(write, "wb") as handle:
+            handle.write(data)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return f"/dev/fd/{read}"
+
+
+def test_a_pipe_is_read_once_and_every_later_load_sees_the_same_texts():
+    """`--calibration <(cmd)`: one command loads the texts several times (the fit set, a run's input hash)."""
+    lines = "".join(f"piped text {i}\n" for i in range(12)).encode()
+    name = _pipe(lines)
+    first = load_calibration(name)
+    assert first.texts == [f"piped text {i}" for i in range(12)] and first.source == name
+    sample = load_calibration(name, limit=5, seed=1).texts
+    assert len(sample) == 5 and set(sample) <= set(first.texts)
+    again = load_calibration(name)
+    assert again.texts == first.texts and again.sha256 == first.sha256
+    os.close(int(name.rsplit("/", 1)[1]))
+
+
+def test_a_fifo_with_field_is_read_as_jsonl(tmp_path):
+    import threading
+
+    fifo = tmp_path / "texts"
+    os.mkfifo(fifo)
+    rows = "".join(json.dumps({"body": f"row {i}"}) + "\n" for i in range(3))
+    threading.Thread(target=fifo.write_text, args=(rows,), daemon=True).start()
+    assert load_calibration(fifo, field="body").texts == ["row 0", "row 1", "row 2"]

@@ -1,5 +1,7 @@
 """The local folder format: kinds detected from files and fields, and one clear error per malformed folder."""
 
+import logging
+
 import pytest
 
 from layerpick.errors import LayerpickError
@@ -18,7 +20,8 @@ def test_kind_is_detected_from_files_and_fields(tmp_path, kind):
 def test_revision_changes_with_content(tmp_path):
     folder = ALL_KINDS["sts"](tmp_path)
     before = read_folder(folder).revision
-    write_jsonl(folder / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "score": 1.0}])
+    write_jsonl(folder / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "score": 1.0},
+                                        {"sentence1": "c", "sentence2": "d", "score": 2.0}])
     assert read_folder(folder).revision != before
 
 
@@ -144,3 +147,61 @@ def test_optional_json_file(tmp_path):
     assert read_optional_json(tmp_path / "missing.json", TaskFormatError) is None
     (tmp_path / "list.json").write_text("[1, 2]")
     assert read_optional_json(tmp_path / "list.json", TaskFormatError) == [1, 2]
+
+
+def test_a_text_that_is_not_a_string_says_what_it_is(tmp_path):
+    folder = ALL_KINDS["classification"](tmp_path)
+    write_jsonl(folder / "test.jsonl", [{"text": 42, "label": 0}])
+    with pytest.raises(TaskFormatError) as error:
+        read_folder(folder)
+    assert str(error.value) == f"{folder / 'test.jsonl'}:1: field 'text' is a number, not a string"
+
+
+def test_sts_scores_that_are_all_equal_cannot_be_scored(tmp_path):
+    """A Spearman correlation with a constant has no value (mteb divided by zero after encoding)."""
+    write_jsonl(tmp_path / "flat" / "test.jsonl",
+                [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)])
+    with pytest.raises(TaskFormatError) as error:
+        resolve_tasks([str(tmp_path / "flat")])
+    assert str(error.value) == (f"{tmp_path / 'flat' / 'test.jsonl'}: every row has the score 3; STS needs at least "
+                                "two different scores to correlate with")
+
+
+def test_pair_classification_needs_two_pairs(tmp_path):
+    write_jsonl(tmp_path / "p" / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "label": 1}])
+    with pytest.raises(TaskFormatError, match="at least two pairs"):
+        resolve_tasks([str(tmp_path / "p")])
+
+
+def _qrels(folder, pairs):
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in pairs))
+    return folder
+
+
+def test_qrels_of_absent_documents_only_cannot_be_scored(tmp_path):
+    """Every ndcg would be 0 (it was, silently, exit 0)."""
+    folder = _qrels(ALL_KINDS["retrieval"](tmp_path), [(f"q{i}", f"gone{i}") for i in range(3)])
+    with pytest.raises(TaskFormatError) as error:
+        read_folder(folder)
+    assert str(error.value) == (f"{folder / 'qrels.tsv'}: none of the 3 documents it judges is in corpus.jsonl "
+                                "(e.g. 'gone0'); every score would be 0")
+
+
+def test_qrels_of_absent_queries_only_cannot_be_scored(tmp_path):
+    folder = _qrels(ALL_KINDS["retrieval"](tmp_path), [("who", "d1"), ("what", "d2")])
+    with pytest.raises(TaskFormatError) as error:
+        read_folder(folder)
+    assert str(error.value) == (f"{folder / 'qrels.tsv'}: none of the 2 queries it judges is in queries.jsonl "
+                                "(e.g. 'what'); no query could be evaluated")
+
+
+def test_qrels_naming_some_absent_ids_warn_once_with_the_counts(tmp_path, caplog):
+    folder = _qrels(ALL_KINDS["retrieval"](tmp_path),
+                    [("q0", "d0"), ("q1", "d3"), ("q1", "gone"), ("who", "d2"), ("what", "d4")])
+    with caplog.at_level(logging.WARNING, logger="layerpick.validation.folders"):
+        data = read_folder(folder)
+        read_folder(folder)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{folder / 'qrels.tsv'}: 3 of 5 judgements name ids not in the folder (2 queries not in queries.jsonl, "
+        "not evaluated; 1 document not in corpus.jsonl, never retrieved)"]
+    assert data.subsets["default"]["test"]["qrels"]["q1"] == {"d3": 1, "gone": 1}  # kept, as mteb scores them

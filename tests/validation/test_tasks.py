@@ -8,7 +8,7 @@ from layerpick.validation import (
     resolve_tasks,
     split_items,
 )
-from tests.testkit.tasks import ALL_KINDS, write_jsonl
+from tests.testkit.tasks import ALL_KINDS
 
 
 def test_unknown_task_suggests_the_closest_name():
@@ -28,6 +28,16 @@ def test_missing_folder_path():
 
 def test_split_items_keeps_benchmark_commas():
     assert split_items("STSBenchmark, MTEB(eng, v2),./data/x") == ["STSBenchmark", "MTEB(eng, v2)", "./data/x"]
+
+
+def test_split_items_keeps_a_path_with_a_comma_whole(tmp_path):
+    folder = ALL_KINDS["sts"](tmp_path, "scores,2024")
+    other = ALL_KINDS["sts"](tmp_path, "other")
+    assert split_items(str(folder)) == [str(folder)]
+    assert split_items(f"STSBenchmark,{folder},{other}") == ["STSBenchmark", str(folder), str(other)]
+    assert split_items(f"{tmp_path}/scores,{other}") == [f"{tmp_path}/scores", str(other)]  # no such path
+    (spec,) = resolve_tasks(split_items(str(folder)))
+    assert spec.folder == folder
 
 
 def test_benchmark_expands_to_its_tasks():
@@ -96,10 +106,3 @@ def test_each_new_task_is_fresh(tmp_path):
     assert first is not second
     first.dataset["default"]["test"]["relevant_docs"] = {}
     assert second.dataset["default"]["test"]["relevant_docs"]
-
-
-def test_pair_classification_needs_two_pairs(tmp_path):
-    write_jsonl(tmp_path / "p" / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "label": 1}])
-    (spec,) = resolve_tasks([str(tmp_path / "p")])
-    with pytest.raises(TaskFormatError, match="at least two pairs"):
-        spec.new_task()
