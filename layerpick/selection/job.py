@@ -82,12 +82,13 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     metrics = config.check()
     load_options.check()
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
+    # the calibration first: its own errors then name it, not the fit set drawn from it by default
+    texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
     transforms = parse_transforms(expand_auto(DEFAULT_TRANSFORM if config.transform is None else config.transform,
                                               model, load_options, _fit_source(config)))
     fit_texts = select_fit_texts(transforms, config, model, load_options)
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
-    texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
     check_inputs(texts.texts, metrics, config.scoring)
     load_start = time.perf_counter()
     loaded = load_model(model, load_options)

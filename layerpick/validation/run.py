@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -26,6 +27,8 @@ from mteb import ResultCache
 from mteb.results import TaskResult
 
 from layerpick._util.atomic import write_text_atomic
+from layerpick._util.disk import DiskFullError
+from layerpick._util.locks import output_lock
 from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
@@ -115,6 +118,27 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     results = Path(config.result_cache) if config.result_cache else results_root(output)
     _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
                                                  "MTEB_CACHE": results})
+    fresh = [path for path in (output, store_root(config.store_dir), results) if not path.exists()]
+    try:
+        with output_lock(output), ExitStack() as stores:
+            return _validate(model, tasks, config, load_options, output, results, started, stores)
+    except BaseException:
+        _remove_empty_new(fresh)
+        raise
+
+
+def _remove_empty_new(folders: list[Path]) -> None:
+    """After a failure: the folders this validation created that hold nothing worth keeping (no results, no
+    stored representations; a store's key.json alone is not worth keeping) are removed again."""
+    for folder in folders:
+        if folder.is_dir() and all(item.name == "key.json" for item in folder.rglob("*") if not item.is_dir()):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, load_options: LoadOptions,
+              output: Path, results: Path, started: float, stores: ExitStack) -> ValidationReport:
+    """The validation once its output is locked; each representation store is locked once its key is known
+    (after loading: the key holds the weights' fingerprint), so two validations of one model never share one."""
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
@@ -134,6 +158,8 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
             logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
         setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
+    for directory in sorted({one.source.store.directory for one in setups}):
+        stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
     _check_report(select, setup)
     chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
@@ -257,6 +283,8 @@ def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCach
     for layer in layers:
         try:
             _run_pair(outcome, layer, setup, cache)
+        except DiskFullError:
+            raise  # no task can be scored or stored: the command stops, naming the full disk
         except Exception as error:  # noqa: BLE001 - one task's failure must not stop the others
             outcome.failure = _one_line(error)
             logger.warning("task %s failed at layer %d: %s", spec.name, layer, outcome.failure)

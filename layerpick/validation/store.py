@@ -23,11 +23,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from layerpick._util.atomic import atomic_file, write_text_atomic
+from layerpick._util.disk import check_free
 from layerpick.validation.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
 STORE_FORMAT = 1
+SHARD_HEADER_ALLOWANCE = 1 << 16  # bytes of a shard beyond its tensors (the safetensors header)
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,10 @@ class RepresentationStore:
 
     def _write_shard(self, tensors: dict[str, torch.Tensor]) -> None:
         name = f"shard-{time.time_ns()}-{uuid.uuid4().hex[:8]}.safetensors"
+        needed = sum(t.numel() * t.element_size() for t in tensors.values()) + SHARD_HEADER_ALLOWANCE
+        check_free(self.directory, needed)
         try:
-            with atomic_file(self.directory / name) as temporary:
+            with atomic_file(self.directory / name, needed) as temporary:
                 save_file(tensors, str(temporary), metadata={"format": str(STORE_FORMAT)})
         except OSError as error:
             raise StoreError(f"cannot write to representation store {self.directory}: {error.strerror}") from None

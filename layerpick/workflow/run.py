@@ -322,13 +322,13 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
-    source = config.select.fit_texts if config.select.fit_texts is not None else config.select.calibration
-    fit = select_fit_texts(parse_transforms(expand_auto(config.select.transform or DEFAULT_TRANSFORM, model,
-                                                        LoadOptions(), source)), config.select)
-    if config.bench is not None:
-        config.bench.validate()
     select = config.select
     texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
+    source = select.fit_texts if select.fit_texts is not None else select.calibration
+    fit = select_fit_texts(parse_transforms(expand_auto(select.transform or DEFAULT_TRANSFORM, model,
+                                                        LoadOptions(), source)), select)
+    if config.bench is not None:
+        config.bench.validate()
     facts = {"model": str(Path(model).resolve()) if Path(model).exists() else model,
              "calibration": texts.describe()["sha256"], "tasks": []}
     if fit is not None:  # the fit texts' content, not only their file name

@@ -77,7 +77,7 @@ CASES: dict[str, list[tuple]] = {
         ("calibration-empty", "select {random} --calibration {blank}", USER, ["contains no texts"]),
         ("calibration-not-utf8", "select {random} --calibration {latin1}", USER, ["not valid UTF-8"]),
         ("calibration-text-not-a-string", "select {random} --calibration {numtext}", USER,
-         ["{numtext}: line 1: field 'text' is a number, not a string"]),
+         ["layerpick: error: {numtext}: line 1: field 'text' is a number, not a string"]),  # named as calibration
         ("output-unwritable", "select {random} --output " + RO + "/out", USER,
          [f"cannot write --output {RO}/out", "not writable"]),
         ("output-is-a-file", "select {random} --output {file}", USER, ["exists and is not a directory"]),
@@ -104,6 +104,12 @@ CASES: dict[str, list[tuple]] = {
         ("output-exists", "export {random} --layer 2 --output {foreign}", USER, ["holds no earlier layerpick export"]),
         ("output-unwritable", "export {random} --layer 2 --output " + RO + "/cut", USER,
          [f"cannot write --output {RO}/cut"]),
+        ("output-is-the-source", "export {random} --layer 2 --output {random} --overwrite", USER,
+         ["--output {random} is the model being exported", "cannot replace its own source"]),
+        ("output-inside-the-source", "export {random} --layer 2 --output {random}/cut", USER,
+         ["is inside the model being exported"]),
+        ("output-contains-the-source", "export {random} --layer 2 --output {random}/.. --overwrite", USER,
+         ["contains the model being exported"]),
     ],
     "validate": model_rows("validate", "--tasks {sts} --layers 1 --output {ws}/v --store {store} -q") + [
         ("no-tasks", "validate {random}", USAGE, ["give at least one task"]),

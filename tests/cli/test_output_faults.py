@@ -149,8 +149,6 @@ LOCKED = [  # command line with {model} and {out}; which path is held
     ("select", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{out}", "-q"]),
     ("validate-output", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{out}",
                          "--store", "{ws}/store", "-q"]),
-    ("validate-store", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{ws}/v",
-                        "--store", "{out}", "-q"]),
 ]
 
 
@@ -170,6 +168,24 @@ def test_an_output_being_written_by_another_process_is_refused(case, line, holde
     assert code == 1, err
     assert f"{out} is being written by process {pid}; wait for it or choose another --" in one_error_line(err)
     assert sorted(p.name for p in ws.iterdir()) == [".out.lock"]  # the holder's lock only: nothing written
+
+
+def test_a_store_being_written_by_another_process_is_refused(holder, tiny_dirs, tmp_path, capsys):
+    """A representation store is locked per model and settings (its key holds the weights' fingerprint, known
+    once the model is loaded): a validation of another model may share the store folder, one of the same may not."""
+    sts, store = sts_folder(tmp_path), tmp_path / "store"
+    line = ["validate", tiny_dirs("llama"), "--tasks", sts, "--layers", "1", "--store", store, "-q"]
+    assert run_cli([*line, "--output", tmp_path / "v1"], capsys)[0] == 0
+    (keyed,) = [folder for folder in store.iterdir() if folder.is_dir()]
+    pid = holder(keyed)
+    interrupt.reset()
+    code, _, err = run_cli([*line, "--output", tmp_path / "v2"], capsys)
+    assert code == 1, err
+    assert f"--store {keyed} is being written by process {pid}; wait for it or choose another --store" in \
+        one_error_line(err)
+    assert not (tmp_path / "v2").exists()
+    other = ["validate", tiny_dirs("bert"), "--tasks", sts, "--layers", "1", "--store", store, "-q"]
+    assert run_cli([*other, "--output", tmp_path / "v3"], capsys)[0] == 0  # another key in the same store folder
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over(tiny_dirs, tmp_path, capsys):
