@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from layerpick.errors import LayerpickError
 
@@ -40,7 +40,7 @@ def output_lock(path: Path, option: str = "--output") -> Iterator[None]:
     created = [folder for folder in (lock_file.parent, *lock_file.parent.parents) if not folder.exists()]
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     try:
-        handle = _acquire(lock_file, f"{option} {path}")
+        handle = _acquire(lock_file, option, path)
     except BaseException:
         _remove_empty(created)
         raise
@@ -55,22 +55,7 @@ def output_lock(path: Path, option: str = "--output") -> Iterator[None]:
             _remove_empty(created)
 
 
-@contextmanager
-def output_locks(paths: Iterable[tuple[Path, str]]) -> Iterator[None]:
-    """Hold the locks of several outputs ((path, option) pairs; None paths are skipped) for the block."""
-    with ExitStack() as stack:
-        for path, option in paths:
-            if path is not None:
-                stack.enter_context(output_lock(path, option))
-        yield
-
-
-def holds(path: Path) -> bool:
-    """Whether this process holds the lock of `path`."""
-    return os.path.abspath(Path(path).expanduser()) in _held
-
-
-def _acquire(lock_file: Path, label: str) -> int:
+def _acquire(lock_file: Path, option: str, path: Path) -> int:
     while True:
         handle = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -78,8 +63,8 @@ def _acquire(lock_file: Path, label: str) -> int:
         except BlockingIOError:
             holder = _read_holder(handle)
             os.close(handle)
-            raise OutputBusyError(f"{label} is being written by process {holder}; wait for it or choose another "
-                                  f"{label.split()[0]}") from None
+            raise OutputBusyError(f"{option} {path} is being written by process {holder}; wait for it or choose "
+                                  f"another {option}") from None
         if _same_file(handle, lock_file):  # not a file its last holder unlinked while we waited to open it
             os.ftruncate(handle, 0)
             os.write(handle, f"{os.getpid()}\n".encode())

@@ -41,7 +41,6 @@ from layerpick.bench.run import BenchConfig, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import parse_prompts, prompt_from_json
-from layerpick.errors import LayerpickError
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export

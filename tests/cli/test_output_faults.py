@@ -301,7 +301,6 @@ def test_a_full_disk_is_a_user_error_naming_the_path(case, size, line, unchecked
         monkeypatch.setattr(job, "check_free", lambda path, needed: None)
     values = {"model": str(tiny_dirs("llama")), "disk": str(disk), "sts": str(sts_folder(tmp_path))}
     argv = [word.format(**values) for word in line]
-    output = Path(argv[argv.index("--output") + 1])
     code, _, err = run_cli([*argv, "-q"], capsys)
     assert code == 1, err
     message = one_error_line(err)
