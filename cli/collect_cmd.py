@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.collect_job import collect_layers
@@ -35,6 +36,7 @@ def collect(
 
     Example: layerpick collect minilm-l6 --limit 64 --output states.safetensors
     """
+    interrupt.final_output(output)  # None without --output: nothing is written
     result = collect_layers(
         model or registry.DEFAULT_MODEL,
         load,

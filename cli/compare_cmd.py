@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from layerpick._util import interrupt
 from layerpick._util.formatting import MISSING
 from layerpick.compare.run import Comparison, compare_reports
 
@@ -35,6 +36,7 @@ def compare(
 
     Example: layerpick compare layerpick-out/smollm2-135m layerpick-out/minilm-l6 --output layerpick-out/compare
     """
+    interrupt.final_output(output)  # its files are committed into it last
     result = compare_reports(reports, output, overwrite=overwrite)
     if as_json:
         typer.echo(json.dumps(result.data, indent=2))

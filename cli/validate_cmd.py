@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from layerpick import validation
+from layerpick._util import interrupt
+from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.cli import options as opt
 from layerpick.core import registry
@@ -98,6 +100,7 @@ def validate(
         task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt, transform=transform,
         fit_texts=fit_texts)
     source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
+    interrupt.final_output(validation.validation_output(source, config) / VALIDATION_FILE)  # written last
     result = validation.run_validation(source, items, config, load_options=load)
     if as_json:
         typer.echo(json.dumps(result.data, indent=2))

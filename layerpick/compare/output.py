@@ -8,13 +8,12 @@ leaves the output as it was.
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from layerpick._util.atomic import commit_files, publish, staging_directory
+from layerpick._util.atomic import commit_files, publish, staging_directory, swap_into_place
 from layerpick._util.outputs import OutputExistsError, check_replaceable
 
 JSON_NAME = "compare.json"
@@ -53,7 +52,7 @@ def _replace(staging: Path, output: Path) -> None:
     atomic rename, and its compare files that this comparison does not have are removed after."""
     if not output.exists():
         publish(staging)
-        os.rename(staging, output)
+        swap_into_place(staging, output, previous=staging.with_name(staging.name + "-previous"))  # none to keep
         return
     fresh = {path.name for path in staging.iterdir()}
     commit_files(staging, output, sorted(fresh, key=lambda n: n == JSON_NAME))  # compare.json last: it lists the others

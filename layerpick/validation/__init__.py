@@ -15,7 +15,7 @@ _HOMES = {
     "LayerEncoder": "encoder", "LayerSource": "encoder", "ReportFormatError": "errors", "TaskFormatError": "errors",
     "TaskNotFoundError": "errors", "ValidationFailedError": "errors", "read_folder": "folders",
     "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "run",
-    "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "RepresentationStore": "store",
+    "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "validation_output": "run", "RepresentationStore": "store",
     "StoreKey": "store",
     "ValidateConfig": "config", "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",
 }

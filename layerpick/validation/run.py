@@ -114,7 +114,7 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
     started = time.perf_counter()
     if model is None and config.exported_dir is None:
         raise LayerpickError("give a model, or an exported directory with --exported")
-    output = Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
+    output = validation_output(model, config)
     results = Path(config.result_cache) if config.result_cache else results_root(output)
     _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
                                                  "MTEB_CACHE": results})
@@ -270,6 +270,11 @@ def _layer_word(part: str, num_layers: int, selected: int | None) -> list[int]:
 def results_root(output: Path) -> Path:
     """Where mteb's ResultCache keeps the per-layer result files: $MTEB_CACHE when set, else the output."""
     return Path(os.environ["MTEB_CACHE"]).expanduser() if os.environ.get("MTEB_CACHE") else output
+
+
+def validation_output(model: str | None, config: ValidateConfig) -> Path:
+    """Where a validation writes: `config.output_dir`, else the model's (or the export's) default folder."""
+    return Path(config.output_dir) if config.output_dir else default_output(model or str(config.exported_dir))
 
 
 def default_output(model: str) -> Path:
@@ -432,13 +437,14 @@ def _costs(facts: dict[str, Any]) -> LayerCosts | None:
 
 
 def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
+    """The plots, then validation.json last (what readers look for first: its presence means the rest is there)."""
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-    written = [path, plot_validation(data, output / "validation.png", select)]
+    plots = [plot_validation(data, output / "validation.png", select)]
     if data.get("frontier"):
-        written.append(plot_frontier_png(data, output / "frontier.png"))
-    return written
+        plots.append(plot_frontier_png(data, output / "frontier.png"))
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+    return [path, *plots]
 
 
 def _one_line(error: BaseException) -> str:

@@ -324,3 +324,28 @@ def test_a_run_stopped_by_a_full_disk_resumes(small_disk, tiny_dirs, capsys):
     assert code == 0, err
     stages = json.loads(outtext)["stages"]
     assert stages["select"]["reused"] and not stages["export"]["reused"]
+
+
+# ---------------------------------------------------------------------------------------- the moment of commit
+
+FINAL = [  # each command that writes names its last write, so a signal after it no longer fails the command
+    ("export", ["export", "{model}", "--layer", "2", "--output", "{ws}/cut"]),
+    ("select", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{ws}/sel"]),
+    ("collect", ["collect", "{model}", "--limit", "4", "--output", "{ws}/states.safetensors"]),
+    ("validate", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{ws}/v", "--store",
+                  "{ws}/store"]),
+    ("run", ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{ws}/r"]),
+    ("compare", ["compare", "{ws}/sel/report.json", "{ws}/sel/report.json", "--output", "{ws}/c"]),
+]
+
+
+def test_every_command_that_writes_is_finished_by_its_last_write(tiny_dirs, tmp_path, capsys):
+    """After each command, the output it named as final was placed (a wrong name would leave it unfinished,
+    and a signal during its printing would fail a command whose output is complete)."""
+    values = {"model": str(tiny_dirs("llama")), "ws": str(tmp_path), "sts": str(sts_folder(tmp_path))}
+    for case, line in FINAL:
+        interrupt.reset()
+        quiet = [] if case == "compare" else ["-q"]  # compare draws no bars
+        code, _, err = run_cli([*(word.format(**values) for word in line), *quiet], capsys)
+        assert code == 0, f"{case}: {err}"
+        assert interrupt.finished(), f"{case}: its final output was never placed"
