@@ -349,3 +349,14 @@ def test_every_command_that_writes_is_finished_by_its_last_write(tiny_dirs, tmp_
         code, _, err = run_cli([*(word.format(**values) for word in line), *quiet], capsys)
         assert code == 0, f"{case}: {err}"
         assert interrupt.finished(), f"{case}: its final output was never placed"
+
+
+def test_a_comparison_onto_a_full_disk_names_its_output(small_disk, tiny_dirs, tmp_path, capsys):
+    select = ["select", tiny_dirs("llama"), "--limit", "12", "--metrics", "dime", "--output", tmp_path / "sel", "-q"]
+    assert run_cli(select, capsys)[0] == 0
+    disk = small_disk("24k")
+    report = tmp_path / "sel" / "report.json"
+    code, _, err = run_cli(["compare", report, report, "--output", disk / "c"], capsys)
+    assert code == 1, err
+    assert f"no space left on device while writing {disk / 'c'} (at least " in one_error_line(err)
+    assert list(disk.iterdir()) == []
