@@ -99,7 +99,8 @@ def _models_table(result: BenchResult) -> Table:
     for column in ("", "layers", "parameters", "weights (MB)", "path"):
         table.add_column(column, justify="left" if column in ("", "path") else "right")
     for role, facts in (("export", result.exported), ("full", result.baseline)):
-        table.add_row(role, str(facts.layers or "?"), f"{facts.parameters:,}", _mb(facts.weights_bytes), facts.path)
+        layers = "?" if facts.layers is None else str(facts.layers)  # 0: a static table
+        table.add_row(role, layers, f"{facts.parameters:,}", _mb(facts.weights_bytes), facts.path)
     table.add_row("ratio", "", _x(result.parameter_ratio), _x(result.weights_ratio), "")
     return table
 

@@ -1,4 +1,5 @@
-"""`layerpick export`: cut a model after layer K and save it as a sentence-transformers directory."""
+"""`layerpick export`: cut a model after layer K and save it as a sentence-transformers directory (or as the
+static table distilled from it)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,12 @@ def export(
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = False,
     format: Annotated[str, typer.Option(
-        "--format", help="sentence-transformers, or onnx: also onnx/model.onnx (needs layerpick[onnx]).")
+        "--format", help="sentence-transformers; onnx: also onnx/model.onnx (needs layerpick[onnx]); static: "
+        "instead a model2vec static table distilled from the cut (needs layerpick[static]).")
     ] = "sentence-transformers",
+    static_dims: Annotated[Optional[int], typer.Option(
+        "--static-dims", help="PCA dimensions of the static table (with --format static; default 256, or the "
+        "hidden size where smaller).")] = None,
     quantize: Annotated[Optional[str], typer.Option(
         help="int8: also onnx/model_quantized.onnx (dynamic int8), checked against the float graph.")] = None,
     quiet: opt.Quiet = False,
@@ -48,10 +53,12 @@ def export(
     """Export MODEL cut after layer K as a sentence-transformers embedder, checked against layer K.
 
     Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12 --format onnx --quantize int8
+
+    Example: layerpick export minilm-l6 --layer 4 --output minilm-static --format static --static-dims 128
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
                           overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
-                          prompt=prompt, transform=transform, fit_texts=fit_texts)
+                          prompt=prompt, transform=transform, fit_texts=fit_texts, static_dims=static_dims)
     interrupt.final_output(output)  # once the export is in place, the command has succeeded
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
@@ -74,13 +81,26 @@ def _render(result: ExportResult) -> None:
     console.print(f"[bold]exported[/bold] {result.output}")
     console.print(f"  layers      first {result.layer} of {result.num_layers} ({result.pooling} pooling"
                   f"{', normalized' if result.normalize else ''})")
-    console.print(f"  parameters  {result.params_cut:,} of {result.params_full:,} kept ({kept:.0%}), "
-                  f"{result.weights_bytes / 1e6:.1f} MB {result.dtype}")
+    weights = "" if result.static else f", {result.weights_bytes / 1e6:.1f} MB {result.dtype}"
+    console.print(f"  parameters  {result.params_cut:,} of {result.params_full:,} kept ({kept:.0%}){weights}")
     console.print(f"  parity      max abs diff {result.parity_max_abs_diff:.2e} vs layer {result.layer} of the full "
                   f"model (tolerance {result.parity_tolerance:.1e})")
     _render_onnx(console, result.onnx)
+    _render_static(console, result.static)
     for note in result.notes:
         console.print(f"  note        {note}")
+
+
+def _render_static(console: Console, static: dict | None) -> None:
+    if not static:
+        return
+    parity = static["parity"]
+    width = static["pca_dims"] if static["pca_applied"] else static["hidden_size"]
+    console.print(f"  static      {static['vocabulary']['rows']:,} tokens x {width} dimensions, "
+                  f"{static['bytes'] / 1e6:.1f} MB, distilled in {static['distill_seconds']:.1f} s (model2vec); "
+                  f"the cut above is not shipped")
+    console.print(f"  vs the cut  cosine mean {parity['mean_cosine']:.4f}, min {parity['min_cosine']:.4f} on "
+                  f"{parity['texts']} parity texts (measured, not a threshold)")
 
 
 def _render_onnx(console: Console, onnx: dict | None) -> None:

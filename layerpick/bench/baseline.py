@@ -3,7 +3,9 @@
 Owns: finding the full model (from `layerpick.json` or `--baseline`: a registry alias, a directory, a .gguf
 file or a hub id), locating a directory's transformer weights, and building the baseline directory: a copy
 of the exported directory with the full model's config and weights linked in, so it has the export's
-tokenizer, pooling, normalisation and max_seq_length and all L layers.
+tokenizer, pooling, normalisation and max_seq_length and all L layers. A static export has no transformer to
+swap: its baseline is the full model exported at its last layer with the pooling, normalisation and
+max_seq_length the static table was distilled with (`build_static_baseline_dir`).
 """
 
 from __future__ import annotations
@@ -109,6 +111,28 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
         stale.unlink(missing_ok=True)
     shutil.copyfile(full / "config.json", module_dir / "config.json")
     _link_weights(full, module_dir)
+    (target / METADATA_FILE).unlink(missing_ok=True)
+    return target
+
+
+def is_static_export(metadata: dict | None) -> bool:
+    """Whether an export's layerpick.json describes a static table (`layerpick export --format static`)."""
+    return isinstance((metadata or {}).get("static"), dict)
+
+
+def build_static_baseline_dir(name: str, metadata: dict, work: Path, progress: bool = False) -> Path:
+    """The full model `name` a static export was distilled from, as layerpick exports it at its last layer (its
+    own tokenizer, all L layers) with the pooling, normalisation and max_seq_length of the static export's cut."""
+    from layerpick.export.config import ExportConfig
+    from layerpick.export.job import export_model
+
+    layers = metadata.get("num_layers")
+    if not isinstance(layers, int) or layers < 1:
+        raise BenchError(f"the static export's {METADATA_FILE} names no layer count for its full model")
+    target = work / "baseline"
+    export_model(name, layers, target, ExportConfig(
+        pooling=metadata.get("pooling"), normalize=metadata.get("normalize"),
+        max_seq_length=metadata.get("max_seq_length"), progress=progress))
     (target / METADATA_FILE).unlink(missing_ok=True)
     return target
 

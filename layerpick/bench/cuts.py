@@ -8,10 +8,10 @@ parameters kept (`layerpick.core.cost`) and, when a validation is given, its val
 Batch sizes above the text count are timed, and labelled, at the text count, as `layerpick bench DIR` does.
 
 The full model is a sentence-transformers directory with every block: the baseline of an export (its
-tokenizer, pooling and normalisation with the full weights, as `layerpick bench DIR` builds it), or, for a
-model name, the model exported at its last layer. A cut is that directory with its config cut to k blocks
-and the same weight files linked: loading reads the first k blocks only, so it is the export at layer k
-without writing its weights again.
+tokenizer, pooling and normalisation with the full weights, as `layerpick bench DIR` builds it; for a static
+export, its full model exported at its last layer), or, for a model name, the model exported at its last
+layer. A cut is that directory with its config cut to k blocks and the same weight files linked: loading
+reads the first k blocks only, so it is the export at layer k without writing its weights again.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from layerpick.bench.baseline import (
     WEIGHT_SUFFIXES,
     baseline_name,
     build_baseline_dir,
+    build_static_baseline_dir,
     full_model_dir,
+    is_static_export,
     transformer_dir,
 )
 from layerpick.bench.config import BenchConfig, BenchError
@@ -176,6 +178,11 @@ def _link_weights_copy_others(source: str, target: str) -> None:
 
 def _full_directory(plan: CutsPlan, work: Path, load_options: LoadOptions, progress: bool) -> Path:
     if plan.exported is not None:
+        from layerpick.export.load import read_metadata
+
+        metadata = read_metadata(plan.exported)
+        if is_static_export(metadata):
+            return build_static_baseline_dir(plan.source, metadata, work, progress)
         return build_baseline_dir(plan.exported, full_model_dir(plan.source), work)
     from layerpick.export.config import ExportConfig
     from layerpick.export.job import export_model

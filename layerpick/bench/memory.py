@@ -97,6 +97,9 @@ def longest(texts: list[str], size: int, length) -> list[str]:
 def _token_count(model):
     """Tokens of one text as `model` sees it (truncated to its max_seq_length)."""
     limit = getattr(model, "max_seq_length", None)
+    tokenizer = getattr(model, "tokenizer", None)
+    if hasattr(tokenizer, "encode_batch"):  # a static export's Rust tokenizer: no limit, no special tokens
+        return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
     options = {"truncation": True, "max_length": limit} if limit else {}
     return lambda text: len(model.tokenizer(text, **options)["input_ids"])
 
@@ -111,11 +114,22 @@ def _import_model_code(directory: Path, backend: str = "torch") -> None:
     if backend != "torch":
         import onnxruntime  # noqa: F401
 
+    if _is_static(directory):
+        return  # a table: no architecture code to import
     config = transformers.AutoConfig.from_pretrained(str(transformer_dir(directory)))
     try:
         transformers.MODEL_MAPPING[type(config)]
     except (KeyError, AttributeError):
         logger.debug("no AutoModel class found for %s", type(config).__name__)
+
+
+def _is_static(directory: Path) -> bool:
+    """Whether the directory's first module is a StaticEmbedding (a static export: no transformer)."""
+    try:
+        modules = json.loads((Path(directory) / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(str(entry.get("type", "")).endswith("StaticEmbedding") for entry in modules)
 
 
 def _reset_peak_rss() -> bool:

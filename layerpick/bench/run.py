@@ -23,7 +23,9 @@ from layerpick._util.torch_threads import threads as torch_threads
 from layerpick.bench.baseline import (
     baseline_name,
     build_baseline_dir,
+    build_static_baseline_dir,
     full_model_dir,
+    is_static_export,
     transformer_dir,
     weight_files,
 )
@@ -127,11 +129,17 @@ def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, pro
     if not (exported / "modules.json").is_file():
         raise BenchError(f"not a sentence-transformers directory (no modules.json): {exported}")
     metadata = read_metadata(exported)
+    static = is_static_export(metadata)
+    if static and config.backend != "torch":
+        raise BenchError(f"{exported} is a static export (a table, no ONNX graph): bench it with --backend torch")
     name = baseline_name(exported, config.baseline, metadata)
-    full, device, texts = full_model_dir(name), resolve_device(config.device), bench_texts(config.texts, config.seed)
+    full = None if static else full_model_dir(name)
+    device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-bench-") as work:
-        paths = {"exported": exported, "baseline": build_baseline_dir(exported, full, Path(work))}
-        run = _Run(paths, name, full, texts, device, config, notice)
+        baseline = build_static_baseline_dir(name, metadata, Path(work), progress) if static \
+            else build_baseline_dir(exported, full, Path(work))
+        paths = {"exported": exported, "baseline": baseline}
+        run = _Run(paths, name, full or baseline, texts, device, config, notice)
         facts, timings = _time(run, progress)
         memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads,
                                        config.backend if role == "exported" else "torch")
@@ -209,6 +217,8 @@ def _facts(name: str, weights_dir: Path, model) -> ModelFacts:
     weights = weight_files(transformer_dir(weights_dir))
     inner = getattr(model[0], "auto_model", None)
     layers = getattr(getattr(inner, "config", None), "num_hidden_layers", None)
+    if type(model[0]).__name__ == "StaticEmbedding":
+        layers = 0  # a table: no transformer layer runs
     return ModelFacts(name=name, path=str(weights_dir), layers=layers,
                       parameters=sum(p.numel() for p in model.parameters()),
                       weights_bytes=sum(path.stat().st_size for path in weights))
@@ -241,8 +251,11 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def _notes(name: str, config: BenchConfig, metadata: dict | None, threads: int) -> list[str]:
     origin = "--baseline" if config.baseline else "layerpick.json"
-    notes = [f"baseline {name} (from {origin}): the export's tokenizer, pooling and normalisation with the full "
-             f"model's weights"]
+    notes = [f"baseline {name} (from {origin}): " + (
+        "the full model exported at its last layer, with the pooling and normalisation the static table was "
+        "distilled with; the export is a static table (model2vec), no transformer runs"
+        if is_static_export(metadata) else
+        "the export's tokenizer, pooling and normalisation with the full model's weights")]
     source = (metadata or {}).get("source")
     if isinstance(source, dict):
         notes += [str(note) for note in source.get("notes") or []]

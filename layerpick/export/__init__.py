@@ -2,7 +2,8 @@
 
 `job` plans, cuts, saves and parity-checks; `st_layout` writes the legacy-compatible files every reader
 accepts; `model_card` the documents beside the weights (layerpick.json, README.md); `load` reads an export back
-(with torch, or its ONNX graph). `onnx` (a package) traces, writes, checks and runs the ONNX graph.
+(with torch, or its ONNX graph). `onnx` (a package) traces, writes, checks and runs the ONNX graph; `static`
+distils the cut into a model2vec static table (`--format static`).
 """
 
 from layerpick.export.config import ExportConfig

@@ -15,7 +15,9 @@ class ExportConfig:
     the report's pooling or the family's default; `max_seq_length` None the source's setting (capped by the
     model); `parity_texts` None the built-in parity texts; `prompt` None takes the report's template (plain text
     without a report), else a built-in name, `none` or a template with one `{text}`. `transform` is fitted at the
-    exported layer on `fit_texts` and written as a Dense module after pooling (`export.transformed`)."""
+    exported layer on `fit_texts` and written as a Dense module after pooling (`export.transformed`). `format`
+    "static" writes the static table model2vec distils from the cut instead, reduced by PCA to `static_dims`
+    (None: 256, or the hidden size where that is smaller; `export.static`)."""
 
     pooling: str | None = None
     representation: str = "exported"
@@ -25,8 +27,9 @@ class ExportConfig:
     overwrite: bool = False
     parity_texts: Sequence[str] | None = None
     progress: bool = True
-    format: str = "sentence-transformers"  # or "onnx": the ONNX graph too
+    format: str = "sentence-transformers"  # or "onnx": the ONNX graph too; or "static": a model2vec static table
     quantize: str | None = None  # "int8" (with format "onnx"): the dynamically quantized graph too
     prompt: str | Prompt | None = None
     transform: str | None = None  # a post-pooling transform (`whiten-256`); None: the report's, else none
     fit_texts: str | None = None  # what the transform is fitted on; None: the report's fit set, else the embedded
+    static_dims: int | None = None  # the PCA dimension of a static table (format "static")

@@ -5,7 +5,9 @@ report for the same model), the cut (blocks K.. physically dropped, not masked),
 and the parity check that is the invariant of the whole tool: the saved directory, loaded by
 sentence-transformers, encodes texts exactly as `layerpick.core.collect` pools layer K of the full model; an
 export that fails it leaves nothing behind. The file format and the atomic output directory live in
-`st_layout`, the documents written beside the weights (layerpick.json, README.md) in `model_card`.
+`st_layout`, the documents written beside the weights (layerpick.json, README.md) in `model_card`. With
+`--format static` the proven cut is saved and checked in the staging directory only, and what is moved into
+place is the static table `export.static` distils from it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from layerpick.core.prompts import (
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
-from layerpick.export import model_card, prompted, st_layout, transformed
+from layerpick.export import model_card, prompted, st_layout, static, transformed
 from layerpick.export.onnx import step as onnx_step
 from layerpick.export.config import ExportConfig
 from layerpick.selection.result import SelectReport, read_select_report
@@ -103,6 +105,7 @@ class ExportResult:
     dtype: str = "float32"
     onnx: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
+    static: dict[str, Any] | None = None  # a static export: the table, its distillation, its cosine to the cut
 
     def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "output": str(self.output), "notes": list(self.notes)}
@@ -119,7 +122,8 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
     source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
     report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
-    (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`."""
+    (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`; "static" writes instead the static
+    table model2vec distils from the proven cut (`export.static`), with `config.static_dims` PCA dimensions."""
     output = Path(output)
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
                      expand_auto(config.transform, model, load_options, config.fit_texts))
@@ -127,6 +131,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
                                               plan.representation, model, load_options,
                                               plan.report.transform if plan.report else None)
     with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
+    static_request = static.check_request(config, plan, load_options, model)
     texts = _check_texts(config.parity_texts)
     load_options.check()
     if config.max_seq_length is not None and config.max_seq_length < 1:
@@ -135,41 +140,50 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     st_layout.check_output(output, config.overwrite)
     check_output_location(output, "--output")
     with output_lock(output):
-        return _cut_and_save(model, output, config, load_options, plan, fit_texts, with_onnx, texts)
+        return _cut_and_save(model, output, config, load_options, plan, fit_texts, with_onnx, texts, static_request)
 
 
 def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: LoadOptions, plan: ExportPlan,
-                  fit_texts, with_onnx: bool, texts: tuple[str, ...]) -> ExportResult:
-    """The export once every check passed and the output is locked: load, fit, reference, cut, save, prove."""
+                  fit_texts, with_onnx: bool, texts: tuple[str, ...],
+                  static_request: static.StaticRequest | None = None) -> ExportResult:
+    """The export once every check passed and the output is locked: load, fit, reference, cut, save, prove (and
+    distil, for a static export)."""
     loaded = load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
     pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.default_pooling, plan.prompt))
+    static_plan = static.check_model(loaded, static_request, pooling_mode) if static_request else None
     unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
     fitted = None if fit_texts is None else transformed.fit_at_layer(
         loaded, plan.transform, fit_texts, plan.layer, _fit_config(plan, pooling_mode, seq_length, config.progress))
-    reference = _reference(loaded, plan, pooling_mode, unit, seq_length, texts, config.progress, fitted)
+    pooled = _reference(loaded, plan, pooling_mode, seq_length, texts, config.progress, fitted)
+    reference = torch.nn.functional.normalize(pooled, dim=-1) if unit else pooled
     edges = None if plan.prompt.is_plain else prompted.measure_edges(
         loaded, plan.prompt, texts, plan.layer, _parity_config(plan, pooling_mode, seq_length, False))
     prompt_facts = prompted.prompt_facts(loaded, plan.prompt, edges)
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
-    needed = disk_needed(loaded.model, loaded.path, with_onnx, config.quantize, fitted is not None)
+    params_cut = _parameter_count(loaded.model)  # before a distillation prunes the embedding rows
+    needed = disk_needed(loaded.model, loaded.path, with_onnx, config.quantize, fitted is not None,
+                         static_table_bytes(tokenizer, static_plan))
     check_free(output, needed)
     with st_layout.atomic_directory(output, config.overwrite, needed) as work:
         target = work / "export"
-        notes = _save(loaded, tokenizer, plan.prompt, work / "source", target, pooling_mode, unit, seq_length,
+        cut = work / "cut" if static_plan else target  # a static export proves the cut here, then distils it
+        notes = _save(loaded, tokenizer, plan.prompt, work / "source", cut, pooling_mode, unit, seq_length,
                       fitted)
         device = str(loaded.device)  # the parity check runs the export where the reference was computed
-        diff, tolerance = check_parity(target, texts, reference, load_options.dtype, device=device)
+        diff, tolerance = check_parity(cut, texts, reference, load_options.dtype, device=device)
         onnx = onnx_step.write_onnx(loaded.model, target, texts, config.quantize,
                                     fitted.affine if fitted else None) if with_onnx else None
+        static_facts = static.export_static(loaded, tokenizer, static_plan, target, texts, pooled, unit, device,
+                                            config.progress) if static_plan else None
         command = model_card.reproduce_command(
             model, str(output), layer=plan.layer, report_path=plan.report_path, pooling=config.pooling,
             normalize=config.normalize, max_seq_length=config.max_seq_length, load_options=load_options,
-            format=config.format, quantize=config.quantize,
+            format=config.format, quantize=config.quantize, static_dims=config.static_dims,
             prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value(),
             transform=None if plan.report_path or plan.transform.is_identity else plan.transform.label,
             fit_texts=config.fit_texts)
@@ -177,14 +191,14 @@ def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: 
             model=model, source_path=loaded.path, revision=loaded.revision, layer=plan.layer,
             num_layers=num_layers, architecture=type(loaded.model).__name__, representation=plan.representation,
             pooling=pooling_mode, normalize=unit, max_seq_length=seq_length, params_full=params_full,
-            params_cut=_parameter_count(loaded.model), weights_bytes=_weights_bytes(target),
+            params_cut=params_cut, weights_bytes=_weights_bytes(target),
             parity_max_abs_diff=diff, parity_tolerance=tolerance, parity_texts=len(texts), command=command,
             notes=(*loaded.notes, *notes), package=model_card.package_of(model),
             report=plan.report.to_json() if plan.report else None, report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
             versions=library_versions(), device=device, pipeline=_carried(loaded), dtype=load_options.dtype,
             onnx=onnx, prompt=prompt_facts, transform=fitted.to_json() if fitted else None,
-            baseline=model_card.original_source(loaded.path))
+            baseline=model_card.original_source(loaded.path), static=static_facts)
         _write_documents(target, facts)
     return _result(output, facts)
 
@@ -192,7 +206,8 @@ def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: 
 def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
     return ExportResult(output, facts.layer, facts.num_layers, facts.pooling, facts.representation, facts.normalize,
                         facts.max_seq_length, facts.parity_max_abs_diff, facts.parity_tolerance, facts.params_full,
-                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx, facts.transform)
+                        facts.params_cut, facts.weights_bytes, facts.notes, facts.dtype, facts.onnx, facts.transform,
+                        facts.static)
 
 
 def check_not_own_source(model: str, output: Path) -> None:
@@ -219,16 +234,21 @@ def local_source(model: str) -> Path | None:
 
 
 def disk_needed(cut: torch.nn.Module, source: str | Path, with_onnx: bool, quantize: str | None,
-                mapped: bool) -> int:
+                mapped: bool, static_bytes: int = 0) -> int:
     """The bytes an export writes at its peak, estimated from the cut model's weights (the transformers save and
-    the sentence-transformers copy, each ONNX graph, the int8 copy a quarter) and the source's other files (the
-    tokenizer, twice)."""
+    the sentence-transformers copy, each ONNX graph, the int8 copy a quarter), the source's other files (the
+    tokenizer, twice) and a static table (`static_bytes`)."""
     weights = sum(p.numel() * p.element_size() for p in cut.parameters())
     copies = 2 + (1 + mapped if with_onnx else 0) + (0.25 if with_onnx and quantize else 0)
     folder = Path(source)
     side = sum(f.stat().st_size for f in folder.iterdir() if f.is_file() and f.suffix not in WEIGHT_SUFFIXES) \
         if folder.is_dir() else 0
-    return int(weights * copies) + 2 * side + DOCUMENTS_ALLOWANCE
+    return int(weights * copies) + 2 * side + static_bytes + DOCUMENTS_ALLOWANCE
+
+
+def static_table_bytes(tokenizer, plan: static.StaticPlan | None) -> int:
+    """A static table's size: a float32 row per token (and its tokenizer, at most as large again)."""
+    return 0 if plan is None else 2 * len(tokenizer) * plan.dims * 4
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,
@@ -330,13 +350,12 @@ def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
     return min(c for c in candidates if isinstance(c, int) and c > 0)
 
 
-def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, normalize: bool, max_length: int,
-               texts: Sequence[str], progress: bool, fitted=None) -> torch.Tensor:
-    """Layer K of the full (uncut) model, as `collect` pools it (then transformed as fitted): what the export
-    must reproduce."""
+def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, max_length: int, texts: Sequence[str],
+               progress: bool, fitted=None) -> torch.Tensor:
+    """Layer K of the full (uncut) model, as `collect` pools it (then transformed as fitted), before any
+    normalisation: what the export must reproduce."""
     states = collect(loaded, loaded.pipeline.prepare(texts), _parity_config(plan, pooling, max_length, progress))
-    states = transformed.apply(fitted, states.layer(plan.layer).float())
-    return torch.nn.functional.normalize(states, dim=-1) if normalize else states
+    return transformed.apply(fitted, states.layer(plan.layer).float())
 
 
 def _parity_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool) -> CollectConfig:

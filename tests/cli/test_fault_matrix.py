@@ -213,6 +213,29 @@ CASES["export"] += transform_rows("export", "--layer 2 --output {ws}/cut -q", sk
      ["--transform takes one transform for an export"]),
 ]
 CASES["run"] += transform_rows("run", "--limit 12 --metrics dime --no-bench --output {ws}/r -q")
+STATIC = "export {random} --layer 2 --output {ws}/cut --format static"  # checked before the weights are read
+CASES["export"] += [
+    ("format-unknown", "export {random} --layer 2 --output {ws}/cut --format tflite", USER,
+     ["unknown format 'tflite'; choose one of sentence-transformers, onnx, static"]),
+    ("static-dims-0", STATIC + " --static-dims 0", USER, ["--static-dims must be at least 1 (got 0)"]),
+    ("static-dims-above-hidden-size", STATIC + " --static-dims 64", USER,
+     ["--static-dims 64 is above the model's hidden size (32)"]),
+    ("static-dims-without-static", "export {random} --layer 2 --output {ws}/cut --static-dims 16", USER,
+     ["--static-dims applies to the static table: add --format static"]),
+    ("static-with-prompt", STATIC + " --prompt eol", USER,
+     ["--format static cannot carry the prompt template eol", "--prompt none"]),
+    ("static-with-transform", STATIC + " --transform center", USER,
+     ["--format static cannot carry the transform center"]),
+    ("static-with-max-seq-length", STATIC + " --max-seq-length 64", USER,
+     ["--max-seq-length does not apply to --format static"]),
+    ("static-with-quantize", STATIC + " --quantize int8", USER, ["--quantize applies to the ONNX graph"]),
+    ("static-byte-tokenizer", "export {byt5} --layer 2 --output {ws}/cut --format static -q", USER,
+     ["model2vec cannot distil", "(ByT5Tokenizer) has no fast (Rust) tokenizer"]),
+]
+CASES["bench"] += [
+    ("static-onnx-backend", "bench {staticexport} --backend onnx --texts 4 --repeats 1 --no-memory", USER,
+     ["is a static export", "bench it with --backend torch"]),
+]
 MPS = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 SKIPS = {"no-cuda": (not NO_CUDA, "this machine has CUDA"), "no-mps": (MPS, "this machine has MPS"),
          "output-unwritable": (not Path("/sys").is_dir(), "no /sys here"),
@@ -253,6 +276,7 @@ def fixtures(tiny_dirs, tmp_path_factory) -> dict[str, str]:
     paths["report"] = _write(root / "report.json", json.dumps(_report("other/model")).encode())
     paths["sts"], paths["single"] = _sts(root / "sts"), _single_label(root / "single")
     paths["export"], paths["brokenexport"] = _exports(tiny, root)
+    paths["staticexport"], paths["byt5"] = _static_export(tiny, root), _byte_tokenizer_model(root / "byt5")
     paths["store"] = root / "store"
     paths.update(_unscorable(root))
     return {name: str(path) for name, path in paths.items()}
@@ -472,6 +496,25 @@ def _exports(tiny: Path, root: Path) -> tuple[Path, Path]:
     shutil.copytree(export, broken)
     (broken / "model.safetensors").write_bytes(os.urandom(4096))
     return export, broken
+
+
+def _static_export(tiny: Path, root: Path) -> Path:
+    from layerpick.export.config import ExportConfig
+    from layerpick.export.job import export_model
+
+    export_model(str(tiny), 2, root / "staticexport", ExportConfig(progress=False, format="static", static_dims=8))
+    return root / "staticexport"
+
+
+def _byte_tokenizer_model(folder: Path) -> Path:
+    """A tiny Llama with ByT5's tokenizer: bytes in Python, no Rust tokenizer (model2vec cannot distil it)."""
+    from transformers import ByT5Tokenizer
+
+    from tests.testkit.tiny import make_model
+
+    make_model("llama").save_pretrained(folder)
+    ByT5Tokenizer(extra_ids=0).save_pretrained(folder)
+    return folder
 
 
 def _unscorable(root: Path) -> dict[str, Path]:

@@ -289,7 +289,7 @@ def leftovers(parent: Path) -> list[str]:
 
 @pytest.mark.parametrize(("options", "message"), [
     (dict(quantize="int8"), "--quantize applies to the ONNX graph: add --format onnx"),
-    (dict(format="tflite"), "unknown format 'tflite'; choose one of sentence-transformers, onnx"),
+    (dict(format="tflite"), "unknown format 'tflite'; choose one of sentence-transformers, onnx, static"),
     (dict(format="onnx", quantize="int4"), "unknown quantization 'int4'; choose one of int8"),
     (dict(format="onnx", load_options=LoadOptions(dtype="float16")), "writes a float32 graph"),
 ])

@@ -23,7 +23,7 @@ from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, MAPPED_FILE, Onnx
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("sentence-transformers", "onnx")
+FORMATS = ("sentence-transformers", "onnx", "static")  # static: `export.static`
 QUANTIZATIONS = ("int8",)
 PARITY_TOLERANCE = 1e-4  # max |onnx - torch| / max |torch|, token states and sentence embeddings
 INT8_MIN_COSINE = 0.99
