@@ -167,7 +167,7 @@ def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: 
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
     params_cut = _parameter_count(loaded.model)  # before a distillation prunes the embedding rows
     needed = disk_needed(loaded.model, loaded.path, with_onnx, config.quantize, fitted is not None,
-                         static_table_bytes(tokenizer, static_plan))
+                         static.table_bytes(tokenizer, static_plan))
     check_free(output, needed)
     with st_layout.atomic_directory(output, config.overwrite, needed) as work:
         target = work / "export"
@@ -244,11 +244,6 @@ def disk_needed(cut: torch.nn.Module, source: str | Path, with_onnx: bool, quant
     side = sum(f.stat().st_size for f in folder.iterdir() if f.is_file() and f.suffix not in WEIGHT_SUFFIXES) \
         if folder.is_dir() else 0
     return int(weights * copies) + 2 * side + static_bytes + DOCUMENTS_ALLOWANCE
-
-
-def static_table_bytes(tokenizer, plan: static.StaticPlan | None) -> int:
-    """A static table's size: a float32 row per token (and its tokenizer, at most as large again)."""
-    return 0 if plan is None else 2 * len(tokenizer) * plan.dims * 4
 
 
 def make_plan(model: str, layer: int | None, report: Path | None, pooling: str | None,

@@ -107,7 +107,9 @@ def check_request(config, plan, load_options, model: str) -> StaticRequest | Non
             raise StaticExportError("--static-dims applies to the static table: add --format static")
         return None
     require()
-    _check_dims(config.static_dims, _peek_hidden_size(model, load_options))
+    from layerpick.core.models import peek_hidden_size
+
+    _check_dims(config.static_dims, peek_hidden_size(model, load_options))
     if not plan.prompt.is_plain:
         raise StaticExportError(f"--format static cannot carry the prompt template {plan.prompt.label}: model2vec "
                                 "distils single tokens and a text is the mean of its tokens' rows; select and export "
@@ -142,10 +144,9 @@ def _check_dims(dims: int | None, hidden_size: int | None) -> None:
                                 f"at most that many dimensions; choose 1..{hidden_size}")
 
 
-def _peek_hidden_size(model: str, load_options) -> int | None:
-    from layerpick.core.models import peek_hidden_size
-
-    return peek_hidden_size(model, load_options)
+def table_bytes(tokenizer, plan: StaticPlan | None) -> int:
+    """A static table's size on disk: a float32 row per token (and its tokenizer, at most as large again)."""
+    return 0 if plan is None else 2 * len(tokenizer) * plan.dims * 4
 
 
 def check_model(loaded, request: StaticRequest, pooling: str) -> StaticPlan:
