@@ -84,7 +84,7 @@ def _read_source(source: str | Path | None, field: str | None) -> tuple[list[str
     return _decode(data, path).splitlines(), str(path)
 
 
-_STREAMS: dict[str, bytes] = {}  # the bytes of every stream read in this process, by the name it was given as
+_STREAMS: dict[tuple[str, int, int], bytes] = {}  # every stream read in this process: by name and identity
 
 
 def read_source_bytes(path: Path) -> bytes:
@@ -92,10 +92,19 @@ def read_source_bytes(path: Path) -> bytes:
     first time, kept for every later read in this process."""
     if path.is_file():
         return _read_bytes(path)
-    key = str(path)
+    key = _stream_key(path)
     if key not in _STREAMS:
         _STREAMS[key] = _read_bytes(path)
     return _STREAMS[key]
+
+
+def _stream_key(path: Path) -> tuple[str, int, int]:
+    """A stream's name and its device and inode: /dev/fd/N names a new pipe once fd N is reused."""
+    try:
+        status = path.stat()
+    except OSError:
+        return str(path), -1, -1
+    return str(path), status.st_dev, status.st_ino
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -127,3 +127,14 @@ def test_a_fifo_with_field_is_read_as_jsonl(tmp_path):
     rows = "".join(json.dumps({"body": f"row {i}"}) + "\n" for i in range(3))
     threading.Thread(target=fifo.write_text, args=(rows,), daemon=True).start()
     assert load_calibration(fifo, field="body").texts == ["row 0", "row 1", "row 2"]
+
+
+def test_a_new_pipe_under_a_reused_name_is_read_afresh():
+    """/dev/fd/N names another pipe once fd N is closed and reused: its texts are not the first pipe's."""
+    first_name = _pipe(b"first pipe\n")
+    assert load_calibration(first_name).texts == ["first pipe"]
+    os.close(int(first_name.rsplit("/", 1)[1]))
+    second_name = _pipe(b"second pipe\n")
+    assert second_name == first_name, "the kernel gives the lowest free fd: the same name"
+    assert load_calibration(second_name).texts == ["second pipe"]
+    os.close(int(second_name.rsplit("/", 1)[1]))
