@@ -1,8 +1,10 @@
 """Plots of the quality-speed trade-off: the frontier plot, and a speed-up axis for plots by relative depth.
 
 Owns how cost shows in a figure: `plot_frontier` (quality against ideal speed-up, every layer a labelled point,
-the frontier joined, named layers marked) and `add_speedup_axis` (a top axis giving the ideal speed-up at
-layers along a relative-depth x axis). matplotlib's Agg backend; the caller saves and closes the figure.
+the frontier joined, named layers marked), `draw_pair_frontier` (the same over several variants: every
+(variant, layer) pair in its variant's colour, the frontier over all pairs joined) and `add_speedup_axis` (a top
+axis giving the ideal speed-up at layers along a relative-depth x axis). matplotlib's Agg backend; the caller
+saves and closes the figure.
 """
 
 from __future__ import annotations
@@ -44,11 +46,46 @@ def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float
         axis.annotate(str(k), (speedup[k], quality[k]), textcoords="offset points", xytext=(3, 3), fontsize=7)
     for label, layer in marks.items():
         if layer is not None and layer in points:
-            marker, color = MARKS.get(label, ("o", "black"))
-            axis.scatter([speedup[layer]], [quality[layer]], s=90, marker=marker, facecolors="none",
-                         edgecolors=color, linewidths=1.8, label=f"{label} ({layer})", zorder=5)
+            _mark(axis, label, f"{label} ({layer})", speedup[layer], quality[layer])
+    _speedup_x_axis(axis, [speedup[k] for k in points], ylabel)
+
+
+def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedup: Sequence[float],
+                       layers: Sequence[int], on_frontier: Sequence[tuple[str, int]],
+                       marks: Mapping[str, tuple[str, int] | None], ylabel: str) -> None:
+    """Every (variant, layer) pair of `table` (variant -> quality by layer) with a quality as a point at (ideal
+    speed-up, quality), one colour per variant, labelled k; the frontier over all pairs joined; each named pair
+    in `marks` circled."""
+    plt = pyplot()
+    colours = plt.get_cmap("tab10")
+    xs = []
+    for index, (variant, quality) in enumerate(table.items()):
+        points = [k for k in layers if k < len(quality) and _finite(quality[k])]
+        xs += [speedup[k] for k in points]
+        axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=16, alpha=0.6,
+                     color=colours(index % 10), label=variant)
+        for k in points:
+            axis.annotate(str(k), (speedup[k], quality[k]), textcoords="offset points", xytext=(3, 3), fontsize=6,
+                          color=colours(index % 10))
+    front = sorted(on_frontier, key=lambda pair: speedup[pair[1]])
+    axis.plot([speedup[k] for _, k in front], [table[v][k] for v, k in front], color="black", linewidth=1.2,
+              marker="o", markersize=4, label="frontier (every pair)")
+    for label, pair in marks.items():
+        if pair is not None and pair[0] in table and _finite(table[pair[0]][pair[1]]):
+            _mark(axis, label, f"{label} ({pair[0]}, layer {pair[1]})", speedup[pair[1]], table[pair[0]][pair[1]])
+    if xs:
+        _speedup_x_axis(axis, xs, ylabel)
+
+
+def _mark(axis, kind: str, label: str, x: float, y: float) -> None:
+    marker, color = MARKS.get(kind, ("o", "black"))
+    axis.scatter([x], [y], s=90, marker=marker, facecolors="none", edgecolors=color, linewidths=1.8, label=label,
+                 zorder=5)
+
+
+def _speedup_x_axis(axis, xs: Sequence[float], ylabel: str) -> None:
     axis.set_xscale("log")
-    low, high = min(speedup[k] for k in points), max(speedup[k] for k in points)
+    low, high = min(xs), max(xs)
     ticks = [t for t in SPEEDUP_TICKS if low / 1.05 <= t <= high * 1.05]
     axis.set_xticks(ticks, [f"{t:g}x" for t in ticks])
     axis.minorticks_off()
@@ -64,6 +101,12 @@ def plot_frontier(path: Path, title: str, quality: Sequence[float | None], speed
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 5.2))
     draw_frontier(axis, quality, speedup, layers, on_frontier, marks, ylabel)
+    return save_figure(figure, axis, title, path)
+
+
+def save_figure(figure, axis, title: str, path: Path) -> Path:
+    """Title `axis`, save `figure` to `path` and close it."""
+    plt = pyplot()
     axis.set_title(title, fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

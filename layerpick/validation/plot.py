@@ -1,6 +1,8 @@
-"""validation.png: main score against relative depth k/L for each task and their mean, the ideal speed-up on a
-top axis; with a select report, its unsupervised metrics (min-max normalised) on a second axis. frontier.png:
-the mean score against the ideal speed-up, the frontier and the picks marked. matplotlib's Agg backend."""
+"""validation.png: main score against relative depth k/L for each task and their mean (with several template or
+transform variants, every variant's mean), the ideal speed-up on a top axis; with a select report, its
+unsupervised metrics (min-max normalised) on a second axis. frontier.png: the mean score against the ideal
+speed-up, the frontier and the picks marked; with several variants, every (variant, layer) pair and the frontier
+over them all. matplotlib's Agg backend."""
 
 from __future__ import annotations
 
@@ -8,7 +10,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from layerpick.selection.frontier_plot import add_speedup_axis, plot_frontier
+from layerpick.selection.frontier_plot import (
+    add_speedup_axis,
+    draw_pair_frontier,
+    plot_frontier,
+    pyplot,
+    save_figure,
+)
 from layerpick.selection.result import SelectReport
 
 
@@ -21,9 +29,7 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
 
     depth = max(data["num_layers"], 1)
     figure, axis = plt.subplots(figsize=(9, 5.5))
-    for name, task in data["tasks"].items():
-        _line(axis, task["main_score_by_layer"], depth, label=name, linewidth=1.2, alpha=0.8)
-    _line(axis, data["mean_by_layer"], depth, label="mean", linewidth=3, color="black")
+    draw_scores(axis, data, depth)
     _markers(axis, data, depth)
     axis.set_xlabel("relative depth k/L")
     axis.set_ylabel("main score")
@@ -49,9 +55,30 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
     return path
 
 
+VARIANT_STYLES = ("-", "--", ":", "-.")
+
+
+def draw_scores(axis, data: dict[str, Any], depth: int) -> None:
+    """Each task's main score by relative depth (the leading variant's, named so with several) and the mean:
+    with several variants, every variant's mean, one line style each."""
+    variants = data.get("by_prompt") or {}
+    lead = f" ({next(iter(variants))})" if len(variants) > 1 else ""
+    for name, task in data["tasks"].items():
+        _line(axis, task["main_score_by_layer"], depth, label=f"{name}{lead}", linewidth=1.2, alpha=0.8)
+    if len(variants) < 2:
+        _line(axis, data["mean_by_layer"], depth, label="mean", linewidth=3, color="black")
+        return
+    for index, (variant, entry) in enumerate(variants.items()):
+        _line(axis, entry["mean_by_layer"], depth, label=f"mean: {variant}", linewidth=2.5, color="black",
+              linestyle=VARIANT_STYLES[index % len(VARIANT_STYLES)])
+
+
 def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
     """The evaluated layers' mean task score against their ideal speed-up, the frontier joined, and the
-    unsupervised pick, the validated pick, the last and the best layers marked."""
+    unsupervised pick, the validated pick, the last and the best layers marked; with several variants, every
+    (variant, layer) pair (`plot_pair_frontier_png`)."""
+    if data.get("pair_frontier") and len(data.get("by_prompt") or {}) > 1:
+        return plot_pair_frontier_png(data, path)
     section = data["frontier"]
     picks = section["picks"]
     marks = {"unsupervised pick": picks.get("unsupervised", {}).get("layer"),
@@ -61,6 +88,26 @@ def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
     return plot_frontier(Path(path), f"{data['model']}: mean task score against ideal speed-up. {choice}",
                          data["mean_by_layer"], data["cost"]["ideal_speedup"], layers, section["layers"], marks,
                          "mean main score over the tasks")
+
+
+def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
+    """Every (template, transform) variant's layers against their ideal speed-up, the frontier over every pair
+    joined, the best pair and (with --choose validated or --max-loss) the chosen pair marked."""
+    section = data["pair_frontier"]
+    table = {variant: entry["mean_by_layer"] for variant, entry in data["by_prompt"].items()}
+    on_frontier = [(pair["variant"], pair["layer"]) for pair in section["pairs"]]
+    marks = {"best": _pair(section["best"]), "validated pick": _pair(section.get("chosen"))}
+    layers = [k for k in data["layers_evaluated"] if k >= 1]
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(8, 5.2))
+    draw_pair_frontier(axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks,
+                       "mean main score over the tasks")
+    return save_figure(figure, axis, f"{data['model']}: mean task score against ideal speed-up, every variant",
+                       Path(path))
+
+
+def _pair(entry: dict[str, Any] | None) -> tuple[str, int] | None:
+    return (entry["variant"], entry["layer"]) if entry else None
 
 
 def _line(axis, values, depth: int, **style) -> None:

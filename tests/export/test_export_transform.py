@@ -124,6 +124,8 @@ def test_validate_scores_every_transform_side_by_side(source, fit_file, tmp_path
     assert whitened["mean_by_layer"] != data["by_prompt"]["none"]["mean_by_layer"]
     results = sorted(p.name for p in (tmp_path / "v" / "results").iterdir())
     assert any("whiten-8" in name for name in results) and any("whiten-8" not in name for name in results)
+    assert {p["variant"] for p in data["pair_frontier"]["pairs"]} <= {"none", "none+whiten-8"}
+    assert (tmp_path / "v" / "frontier.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_validating_the_export_reproduces_the_validated_transform(source, fit_file, tmp_path):
