@@ -363,6 +363,10 @@ def _fit_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool)
     return dataclasses.replace(_parity_config(plan, pooling, max_length, progress), batch_size=32)
 
 
+def _weights_dtype(loaded: LoadedModel) -> torch.dtype:
+    return next(loaded.model.parameters()).dtype
+
+
 def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target: Path, pooling: str,
           normalize: bool, max_seq_length: int, fitted=None) -> list[str]:
     """Save the cut model as a legacy-compatible sentence-transformers directory; return notes for the card."""
@@ -378,7 +382,8 @@ def _save(loaded: LoadedModel, tokenizer, prompt: Prompt, staging: Path, target:
         prompted.finish_layout(staging)
     st_layout.save_sentence_transformer(staging, target, pooling=pooling, normalize=normalize,
                                         max_seq_length=max_seq_length,
-                                        dense=transformed.dense_module(fitted) if fitted else None)
+                                        dense=transformed.dense_module(fitted, _weights_dtype(loaded))
+                                        if fitted else None)
     if fitted is not None:
         notes.append(f"a {fitted.spec.label} transform fitted on {fitted.fit_texts.source} "
                      f"({len(fitted.fit_texts.texts)} texts) follows the pooling (a Dense module)")

@@ -50,9 +50,6 @@ def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: s
     its transform was fitted on."""
     if spec.is_identity:
         return None
-    if load_options.dtype != "float32":
-        raise LayerpickError(f"--transform with --dtype {load_options.dtype} is not supported yet: export the "
-                             "transform in float32")
     texts = prepare_fit((spec,), source, representation, model, load_options)
     expected = ((recorded or {}).get("fit") or {}).get("sha256")
     if expected and expected != fit_set_of(texts.texts, texts.source).sha256:
@@ -73,16 +70,17 @@ def apply(fitted: FittedTransform | None, vectors: torch.Tensor) -> torch.Tensor
     return vectors if fitted is None else fitted.affine.apply_torch(vectors).float()
 
 
-def dense_module(fitted: FittedTransform):
-    """A sentence-transformers Dense holding the fitted weight and bias (float32), identity activation."""
+def dense_module(fitted: FittedTransform, dtype: torch.dtype = torch.float32):
+    """A sentence-transformers Dense holding the fitted weight and bias in the export's `dtype` (the dtype the
+    pooled vectors arrive in), identity activation."""
     try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer.modules import Dense
     except ImportError:
         from sentence_transformers.models import Dense
     affine = fitted.affine
     return Dense(affine.in_dim, affine.out_dim, bias=True, activation_function=torch.nn.Identity(),
-                 init_weight=torch.tensor(affine.weight, dtype=torch.float32),
-                 init_bias=torch.tensor(affine.bias, dtype=torch.float32))
+                 init_weight=torch.tensor(affine.weight, dtype=dtype),
+                 init_bias=torch.tensor(affine.bias, dtype=dtype))
 
 
 def rewrite_dense_configs(directory: Path, modules: list[dict[str, Any]]) -> None:

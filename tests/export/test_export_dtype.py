@@ -55,3 +55,32 @@ def test_half_precision_export(family, dtype, tiny_dirs, float32_exports, tmp_pa
     tolerance = PARITY_TOLERANCE[dtype] * max(1.0, states.abs().max().item())
     assert (vectors - states).abs().max().item() <= tolerance
     assert (vectors - states).abs().max().item() > 0  # really computed in half precision
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_transformed_half_precision_export_holds_its_dense_in_that_dtype(dtype, tiny_dirs, tmp_path):
+    """`--transform whiten-8 --dtype float16`: the Dense module is in the dtype the pooled vectors arrive in, and
+    the export reloads to layer K of the half-precision model followed by the fitted map, within tolerance."""
+    from layerpick.core.transform import fit, parse_transform
+
+    source, out = tiny_dirs("llama"), tmp_path / "out"
+    fit_file = tmp_path / "fit.txt"
+    fit_file.write_text("\n".join(f"fit text {i} about subject {i % 7} and more" for i in range(40)) + "\n")
+    options = LoadOptions(dtype=dtype)
+    result = export_model(str(source), LAYER, out, ExportConfig(progress=False, transform="whiten-8",
+                                                                fit_texts=str(fit_file)), load_options=options)
+    assert result.dtype == dtype
+    dense_dir = next(p for p in out.iterdir() if p.name.endswith("_Dense"))
+    with safe_open(str(dense_dir / "model.safetensors"), "pt") as weights:
+        assert {str(weights.get_slice(key).get_dtype()) for key in weights.keys()} == {SAFETENSORS_DTYPES[dtype]}
+    reloaded = SentenceTransformer(str(out), device="cpu")
+    vectors = reloaded.encode(TEXTS, convert_to_tensor=True, batch_size=2).float()
+    assert vectors.shape[1] == 8
+    loaded = load_model(str(source), options)
+    config = CollectConfig(batch_size=2, max_length=result.max_seq_length, progress=False)
+    fit_config = CollectConfig(batch_size=32, max_length=result.max_seq_length, progress=False)
+    fit_states = collect(loaded, fit_file.read_text().splitlines(), fit_config).layer(LAYER)
+    affine = fit(parse_transform("whiten-8"), fit_states)
+    want = affine.apply_torch(collect(loaded, TEXTS, config).layer(LAYER).float()).float()
+    tolerance = PARITY_TOLERANCE[dtype] * max(1.0, want.abs().max().item())
+    assert (vectors - want).abs().max().item() <= tolerance
