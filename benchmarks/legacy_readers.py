@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = [("minilm-l6", 3, True), ("smollm2-135m", 10, False), ("gemma3-270m", 9, False)]  # alias, K, normalize
+# With a post-pooling transform: a `Dense` module after the pooling (and Normalize after it where asked).
+TRANSFORMED = [("minilm-l6", 3, True, "whiten-256"), ("smollm2-135m", 1, False, "whiten-256"),
+               ("gemma3-270m", 9, False, "center")]
 
 
 def export_all(work: Path) -> None:
@@ -30,11 +33,15 @@ def export_all(work: Path) -> None:
 
     texts = list(DEFAULT_PARITY_TEXTS)
     (work / "reference").mkdir(parents=True, exist_ok=True)
-    jobs = [(alias, alias, k, normalize) for alias, k, normalize in REAL if registry.ENTRIES[alias].is_installed()]
-    jobs += [(f"tiny-{family}", str(path), 2, False) for family, path in _tiny_sources(work)]
-    for name, source, k, normalize in jobs:
+    jobs = [(alias, alias, k, normalize, None) for alias, k, normalize in REAL
+            if registry.ENTRIES[alias].is_installed()]
+    jobs += [(f"{alias}-{transform}", alias, k, normalize, transform) for alias, k, normalize, transform
+             in TRANSFORMED if registry.ENTRIES[alias].is_installed()]
+    jobs += [(f"tiny-{family}", str(path), 2, False, None) for family, path in _tiny_sources(work)]
+    for name, source, k, normalize, transform in jobs:
         out = work / "exports" / name
-        export_model(source, k, out, ExportConfig(normalize=normalize, overwrite=True, progress=False))
+        export_model(source, k, out, ExportConfig(normalize=normalize, transform=transform, overwrite=True,
+                                                  progress=False))
         embeddings = SentenceTransformer(str(out), device="cpu").encode(texts, batch_size=4)
         record = {"name": name, "layer": k, "texts": texts, "embeddings": embeddings.tolist()}
         (work / "reference" / f"{name}.json").write_text(json.dumps(record))
@@ -104,8 +111,10 @@ def report(work: Path) -> None:
           f"{transformers.__version__}, then loaded in separate venvs (torch 2.13.0 CPU) by the readers below. "
           "8 texts of different lengths, batch size 4; \"max abs diff\" compares each reader's embeddings "
           "with the current sentence-transformers' on the same directory. Real models: minilm-l6 K=3 "
-          "(normalised), smollm2-135m K=10, gemma3-270m K=9 (mean pooling); tiny random models of every family "
-          "at K=2.\n")
+          "(normalised), smollm2-135m K=10, gemma3-270m K=9 (mean pooling); with a post-pooling transform "
+          "(a `Dense` module after the pooling, fitted on the embedded calibration set): minilm-l6 K=3 "
+          "whiten-256 (then Normalize), smollm2-135m K=1 whiten-256, gemma3-270m K=9 center; tiny random models "
+          "of every family at K=2.\n")
     print("| reader | transformers | export | K | loads | max abs diff | largest value | min cosine |")
     print("|---|---|---|---|---|---|---|---|")
     for results in sorted(work.glob("results-*.jsonl")):

@@ -124,6 +124,9 @@ def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str
     _rewrite_tokenizer_config(directory, max_seq_length, list(tokenizer.model_input_names))
     _rewrite_st_config(directory, pipeline)
     _remove_unwanted_files(directory)
+    from layerpick.export.transformed import write_legacy_dense_weights
+
+    write_legacy_dense_weights(directory, _read_json(directory / "modules.json"))
 
 
 def _rewrite_modules(directory: Path) -> None:
@@ -235,7 +238,9 @@ def layout_problems(directory: Path) -> list[str]:
     architectures = _read_json(directory / "config.json").get("architectures") or []
     if len(architectures) != 1 or not architectures[0].endswith("Model"):
         problems.append(f"config.json architectures should be one bare *Model class, not {architectures}")
-    problems += [f"unexpected pickle weights {p.name}" for p in directory.rglob("*.bin")]
+    dense = {directory / entry["path"] / "pytorch_model.bin" for entry in _read_json(directory / "modules.json")
+             if entry["type"].rsplit(".", 1)[-1] == "Dense"}  # sentence-transformers 2.x's Dense reads only it
+    problems += [f"unexpected pickle weights {p.name}" for p in directory.rglob("*.bin") if p not in dense]
     problems += [f"unexpected chat template {p.name}" for p in directory.rglob("chat_template.*")]
     return problems
 

@@ -3,7 +3,8 @@
 The map is fitted exactly as select and validate fit it (`core.transform.fit` on layer K of the full model,
 pooled by `core.collect` over the fit texts as the source's pipeline prepares them), so the exported vectors
 are the scored ones. It is saved as `Dense` (weight and bias, identity activation) between Pooling and
-Normalize, with only the config keys every sentence-transformers version from 2.x reads.
+Normalize, with only the config keys every sentence-transformers version from 2.x reads, and its weights both
+as `model.safetensors` and as `pytorch_model.bin` (sentence-transformers 2.x's Dense reads only the latter).
 """
 
 from __future__ import annotations
@@ -85,11 +86,21 @@ def dense_module(fitted: FittedTransform, dtype: torch.dtype = torch.float32):
 
 def rewrite_dense_configs(directory: Path, modules: list[dict[str, Any]]) -> None:
     """Keep only the Dense keys old readers accept (sentence-transformers 6 adds module input/output names)."""
-    for entry in modules:
-        if entry["type"].rsplit(".", 1)[-1] != "Dense":
-            continue
-        path = directory / entry["path"] / "config.json"
-        config = json.loads(path.read_text(encoding="utf-8"))
+    for path in _dense_dirs(directory, modules):
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         legacy = {key: config[key] for key in DENSE_CONFIG_KEYS if key in config}
         legacy["activation_function"] = IDENTITY_ACTIVATION
-        path.write_text(json.dumps(legacy, indent=2) + "\n", encoding="utf-8")
+        (path / "config.json").write_text(json.dumps(legacy, indent=2) + "\n", encoding="utf-8")
+
+
+def write_legacy_dense_weights(directory: Path, modules: list[dict[str, Any]]) -> None:
+    """`pytorch_model.bin` beside each Dense module's `model.safetensors`, the same tensors: sentence-transformers
+    2.x's Dense reads only that file."""
+    from safetensors.torch import load_file
+
+    for path in _dense_dirs(directory, modules):
+        torch.save(load_file(str(path / "model.safetensors")), path / "pytorch_model.bin")
+
+
+def _dense_dirs(directory: Path, modules: list[dict[str, Any]]) -> list[Path]:
+    return [directory / entry["path"] for entry in modules if entry["type"].rsplit(".", 1)[-1] == "Dense"]

@@ -51,6 +51,8 @@ def test_the_dense_module_holds_exactly_the_fitted_map(source, fit_file, tmp_pat
     weights = load_file(str(out / "2_Dense" / "model.safetensors"))
     assert torch.equal(weights["linear.weight"], torch.tensor(expected.weight, dtype=torch.float32))
     assert torch.equal(weights["linear.bias"], torch.tensor(expected.bias, dtype=torch.float32))
+    legacy = torch.load(out / "2_Dense" / "pytorch_model.bin", weights_only=True)  # sentence-transformers 2.x
+    assert legacy.keys() == weights.keys() and all(torch.equal(legacy[k], weights[k]) for k in weights)
     modules = [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((out / "modules.json").read_text())]
     assert modules == ["Transformer", "Pooling", "Dense"]
     config = json.loads((out / "2_Dense" / "config.json").read_text())
