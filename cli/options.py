@@ -30,6 +30,11 @@ DeviceMap = Annotated[
     Optional[str], typer.Option("--device-map", help="'auto' spreads a large model over devices (accelerate).",
                                 envvar="LAYERPICK_DEVICE_MAP")
 ]
+MaxMemory = Annotated[
+    Optional[str], typer.Option("--max-memory", help="With --device-map: the most each device may hold, e.g. "
+                                "0=20GiB,1=20GiB,cpu=64GiB (GPU index or cpu, mps, disk; the rest is offloaded).",
+                                envvar="LAYERPICK_MAX_MEMORY")
+]
 TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code.",
                                                envvar="LAYERPICK_TRUST_REMOTE_CODE")]
 AllowPickle = Annotated[bool, typer.Option("--allow-pickle", help="Also load pickle (.bin) weights.")]
@@ -104,6 +109,7 @@ LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading comm
     "dtype": (Dtype, "float32"),
     "device": (Device, "auto"),
     "device_map": (DeviceMap, None),
+    "max_memory": (MaxMemory, None),
     "trust_remote_code": (TrustRemoteCode, False),
     "allow_pickle": (AllowPickle, False),
     "gguf_file": (GgufFile, None),

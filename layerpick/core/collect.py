@@ -21,7 +21,7 @@ import torch
 
 from layerpick._util.progress import progress_bar
 from layerpick.core import surgery
-from layerpick.core.models import LoadedModel
+from layerpick.core.models import LoadedModel, execution_device
 from layerpick.core.pooling import check_pooling, pool
 from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
 from layerpick.core.prompts import PLAIN, Prompt, as_prompt, default_pooling
@@ -117,7 +117,7 @@ def representation(loaded: LoadedModel, residual: torch.Tensor, kind: str) -> to
     if kind == "raw" or not loaded.family.has_final_norm:
         return residual
     norm = surgery.final_norm(loaded.model)
-    return norm(residual.to(next(norm.parameters()).device))
+    return norm(residual.to(execution_device(norm)))
 
 
 @torch.no_grad()

@@ -5,7 +5,8 @@ by transformers once and cached as safetensors (see `gguf_cache`), so later load
 are checked before anything is read (`LoadOptions.check`: dtype, and that the device exists here); a hub id
 is settled by `hub` (cache or one quick request, never minutes of retries); a broken file is named by
 `load_errors`; a sentence-transformers source brings its own pipeline (`st_source`), which export and
-validation follow.
+validation follow. With `device_map` (and `max_memory`) accelerate spreads the model over GPUs, the CPU and the
+disk; `execution_device` says where a module of such a model computes.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class LoadOptions:
     dtype: str = "float32"
     device: str = "auto"
     device_map: str | None = None
+    max_memory: str | None = None  # with device_map: the most each device may hold, e.g. "0=20GiB,1=20GiB,cpu=64GiB"
     trust_remote_code: bool = False
     allow_pickle: bool = False
     gguf_file: str | None = None
@@ -55,12 +57,16 @@ class LoadOptions:
         if self.dtype not in DTYPES:
             raise LayerpickError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(DTYPES)}")
         resolve_device(self.device)
+        if self.max_memory is not None:
+            if not self.device_map:
+                raise LayerpickError("--max-memory applies to a model spread over devices: add --device-map auto")
+            parse_max_memory(self.max_memory)
         return self
 
     def cli_flags(self) -> list[str]:
         """The command-line flags that give these options (only those that differ from the defaults)."""
         default = LoadOptions()
-        flags = [word for name in ("revision", "dtype", "device", "device_map", "gguf_file")
+        flags = [word for name in ("revision", "dtype", "device", "device_map", "max_memory", "gguf_file")
                  if getattr(self, name) != getattr(default, name)
                  for word in (f"--{name.replace('_', '-')}", str(getattr(self, name)))]
         return flags + [flag for flag, on in (("--trust-remote-code", self.trust_remote_code),
@@ -86,7 +92,9 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        """Where the model's inputs go: its first parameter's device, or under a device map the device its first
+        part computes on (offloaded weights sit on the meta device)."""
+        return execution_device(self.model)
 
     @property
     def default_pooling(self) -> str:
@@ -106,6 +114,38 @@ def resolve_device(device: str) -> str:
     if device == "mps" and not _mps_available():
         raise DeviceUnavailableError("MPS is not available here; use --device cpu or auto")
     return device
+
+
+def parse_max_memory(text: str) -> dict[int | str, int]:
+    """`--max-memory` as accelerate takes it, in bytes: "0=20GiB,cpu=64GiB" -> {0: 21474836480, "cpu": ...} (a GPU
+    by its index, or cpu, mps, disk; sizes in bytes or with GiB, MiB, KiB, GB, MB, KB); a one-line error else."""
+    from accelerate.utils import convert_file_size_to_int
+
+    parts = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, _, size = (word.strip() for word in item.partition("="))
+        try:
+            if not (key.isdigit() or key in ("cpu", "mps", "disk")):
+                raise ValueError(key)
+            parts[int(key) if key.isdigit() else key] = convert_file_size_to_int(int(size) if size.isdigit() else size)
+        except ValueError:
+            raise LayerpickError(f"--max-memory {text!r}: write DEVICE=SIZE pairs separated by commas, the device a "
+                                 "GPU index or cpu, mps, disk, the size like 20GiB or 500MB (e.g. 0=20GiB,cpu=64GiB)"
+                                 ) from None
+    if not parts:
+        raise LayerpickError("--max-memory is empty; e.g. 0=20GiB,cpu=64GiB")
+    return parts
+
+
+def execution_device(module: nn.Module) -> torch.device:
+    """Where `module` computes: under a device map, the execution device accelerate's hook gives its first part
+    (its weights may be offloaded to the CPU or disk, on the meta device meanwhile); else its first parameter's."""
+    if hasattr(module, "_hf_hook") or getattr(module, "hf_device_map", None):
+        for part in module.modules():
+            device = getattr(getattr(part, "_hf_hook", None), "execution_device", None)
+            if device is not None:
+                return torch.device(device)
+    return next(module.parameters()).device
 
 
 def _mps_available() -> bool:
@@ -245,6 +285,8 @@ def _load_weights(path: str, options: LoadOptions, *, from_gguf: bool, local_onl
     )
     if options.device_map:
         kwargs["device_map"] = options.device_map
+    if options.max_memory:
+        kwargs["max_memory"] = parse_max_memory(options.max_memory)
     model = AutoModel.from_pretrained(path, **kwargs)
     if not options.device_map:
         model = model.to(resolve_device(options.device))
