@@ -35,6 +35,9 @@ def bench(
     validation: Annotated[Optional[Path], typer.Option(
         help="A validation.json of the same model: its frontier for --layers frontier, its mean scores beside "
              "each cut.")] = None,
+    static: Annotated[Optional[list[Path]], typer.Option(
+        "--static", help="With --layers: a static export (layerpick export --format static) of the same model to "
+        "time in the same run, beside the cuts and the full model; repeat for several.")] = None,
     output: Annotated[Optional[Path], typer.Option(
         help="With --layers: where cuts.json, cuts.md and cuts.png go (default layerpick-out/<model>/bench).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result object (JSON) on stdout.")] = False,
@@ -46,8 +49,8 @@ def bench(
     """
     config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts,
                          repeats=repeats, device=device, memory=memory, threads=threads, backend=backend)
-    if layers is not None or validation is not None:
-        _bench_cuts(directory, layers, validation, config, output, as_json, quiet)
+    if layers is not None or validation is not None or static:
+        _bench_cuts(directory, layers, validation, config, output, as_json, quiet, tuple(static or ()))
         return
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
@@ -57,15 +60,16 @@ def bench(
 
 
 def _bench_cuts(source: str, layers: str | None, validation: Path | None, config: BenchConfig,
-                output: Path | None, as_json: bool, quiet: bool) -> None:
+                output: Path | None, as_json: bool, quiet: bool, statics: tuple[Path, ...] = ()) -> None:
     from layerpick.bench.cuts import plan_cuts, run_cuts
     from layerpick.bench.cuts_output import to_markdown, write_cuts
     from layerpick.core.models import LoadOptions
     from layerpick.selection.job import default_output
 
     if layers is None:
-        raise BenchError("--validation needs --layers (e.g. --layers frontier)")
-    plan = plan_cuts(source, layers, validation, config.baseline)
+        raise BenchError(f"{'--static' if statics else '--validation'} needs --layers (e.g. --layers "
+                         f"{'2,4' if statics else 'frontier'})")
+    plan = plan_cuts(source, layers, validation, config.baseline, statics)
     result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=not quiet)
     written = write_cuts(result, output or default_output(plan.source) / "bench")
     if as_json:

@@ -15,7 +15,7 @@ from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.export.config import ExportConfig
-from layerpick.export.job import ExportResult, export_model
+from layerpick.export.job import ExportError, ExportResult, export_model
 
 
 @opt.with_load_options
@@ -23,6 +23,9 @@ def export(
     model: opt.ModelArg = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
     layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L).")] = None,
+    layers: Annotated[Optional[str], typer.Option(
+        "--layers", help="With --format static: distil several layers in one load, comma-separated (e.g. 2,6,12); "
+        "writes OUTPUT/layer-K per layer (each what --layer K gives) and OUTPUT/layers.json.")] = None,
     report: Annotated[
         Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling, representation and prompt template.")
     ] = None,
@@ -55,14 +58,32 @@ def export(
     Example: layerpick export smollm2-135m --layer 12 --output smollm2-l12 --format onnx --quantize int8
 
     Example: layerpick export minilm-l6 --layer 4 --output minilm-static --format static --static-dims 128
+
+    Example: layerpick export minilm-l6 --layers 2,4,6 --output minilm-static --format static
     """
     config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
                           overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
                           prompt=prompt, transform=transform, fit_texts=fit_texts, static_dims=static_dims)
     interrupt.final_output(output)  # once the export is in place, the command has succeeded
+    if layers is not None:
+        _export_layers(model or registry.DEFAULT_MODEL, layer, layers, output, config, load)
+        return
     result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
                           load_options=load)
     _render(result)
+
+
+def _export_layers(model: str, layer: int | None, layers: str, output: Path, config: ExportConfig,
+                   load: LoadOptions) -> None:
+    from layerpick.export.static_layers import export_static_layers
+
+    if layer is not None:
+        raise ExportError("give --layer K or --layers K1,K2,..., not both")
+    result = export_static_layers(model, layers, output, config, load_options=load)
+    for each in result.exports:
+        _render(each)
+    typer.echo(f"wrote {len(result.exports)} static exports under {result.output} "
+               f"({', '.join(each.output.name for each in result.exports)}) and layers.json")
 
 
 def _model_from_report(report: Path | None) -> str | None:

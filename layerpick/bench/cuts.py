@@ -11,7 +11,11 @@ The full model is a sentence-transformers directory with every block: the baseli
 tokenizer, pooling and normalisation with the full weights, as `layerpick bench DIR` builds it; for a static
 export, its full model exported at its last layer), or, for a model name, the model exported at its last
 layer. A cut is that directory with its config cut to k blocks and the same weight files linked: loading
-reads the first k blocks only, so it is the export at layer k without writing its weights again.
+reads the first k blocks only, so it is the export at layer k without writing its weights again. A cut's size
+on disk is what its export would weigh: the full weight files' bytes scaled by the parameters kept.
+
+Static exports named with `--static` are loaded and timed in the same interleaved run, as peers of the cuts
+(`layerpick.bench.statics`).
 """
 
 from __future__ import annotations
@@ -36,9 +40,12 @@ from layerpick.bench.baseline import (
     full_model_dir,
     is_static_export,
     transformer_dir,
+    weight_files,
 )
 from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.memory import all_reset, measure_memory, memory_method
+from layerpick.bench.statics import StaticPeer, StaticRow, check_statics, static_rows
+from layerpick.bench.statics import notes as static_notes
 from layerpick.bench.timing import split_batches, time_side_by_side
 from layerpick.core import surgery
 from layerpick.core.cost import LayerCosts, layer_costs_for_config
@@ -66,6 +73,7 @@ class CutRow:
     memory_ratio: float | None
     params_kept: int
     validated_score: float | None
+    size_bytes: int | None = None  # what the export at layer k would weigh on disk (full weights x share kept)
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,8 @@ class CutsResult:
     memory_method: str | None
     validation: str | None
     notes: list[str] = field(default_factory=list)
+    statics: list[StaticRow] = field(default_factory=list)  # static exports timed in the same run
+    full_size_bytes: int | None = None  # the full model's weight files
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,10 +113,13 @@ class CutsPlan:
     layers: list[int]
     validation: dict[str, Any] | None
     validation_path: str | None
+    statics: tuple[StaticPeer, ...] = ()  # static exports to time beside the cuts
 
 
-def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline: str | None = None) -> CutsPlan:
-    """The source (an exported directory or a model), its layer count, and the layers to cut."""
+def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline: str | None = None,
+              statics: tuple[str | Path, ...] = ()) -> CutsPlan:
+    """The source (an exported directory or a model), its layer count, the layers to cut and the static exports
+    to time beside them."""
     from layerpick.export.load import read_metadata
 
     path = Path(source).expanduser()
@@ -116,7 +129,8 @@ def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline
     num_layers = int(config.num_hidden_layers)
     data = _read_validation(validation, num_layers) if validation else None
     chosen = parse_cut_layers(layers, num_layers, data)
-    return CutsPlan(name, exported, num_layers, chosen, data, str(validation) if validation else None)
+    peers = check_statics(statics, num_layers)
+    return CutsPlan(name, exported, num_layers, chosen, data, str(validation) if validation else None, peers)
 
 
 def parse_cut_layers(text: str, num_layers: int, validation: dict[str, Any] | None) -> list[int]:
@@ -151,12 +165,14 @@ def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: 
     device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-cuts-") as work:
         full = _full_directory(plan, Path(work), load_options, progress)
-        dirs = {FULL: full, **{k: cut_directory(full, k, Path(work)) for k in plan.layers if k < plan.num_layers}}
+        dirs = {FULL: full, **{k: cut_directory(full, k, Path(work)) for k in plan.layers if k < plan.num_layers},
+                **{peer.key: peer.path for peer in plan.statics}}
         timings = _time(dirs, texts, config, device, progress)
         memory = ({key: measure_memory(path, texts, config.batch_sizes, device, threads)
                    for key, path in dirs.items()} if config.memory else None)
         costs = layer_costs_for_config(_config(transformer_dir(full)))
-    result = _result(plan, config, timings, memory, costs, len(texts), device, threads)
+        full_bytes = sum(path.stat().st_size for path in weight_files(transformer_dir(full)))
+    result = _result(plan, config, timings, memory, costs, len(texts), device, threads, full_bytes)
     return dataclasses.replace(result, notes=result.notes + [notice]) if notice else result
 
 
@@ -218,7 +234,7 @@ def _quiet_loading() -> Iterator[None]:
 
 
 def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | None, costs: LayerCosts,
-            texts: int, device: str, threads: int) -> CutsResult:
+            texts: int, device: str, threads: int, full_bytes: int | None = None) -> CutsResult:
     means = (plan.validation or {}).get("mean_by_layer")
     rows = []
     for k in plan.layers:
@@ -232,7 +248,8 @@ def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | N
                 latency_median_ms=cut.latency_median_ms, full_latency_median_ms=full.latency_median_ms,
                 peak_memory_bytes=peak if peak is not None else full_peak,
                 memory_ratio=(peak if peak is not None else full_peak) / full_peak if full_peak else None,
-                params_kept=costs.params_kept[k], validated_score=means[k] if means else None))
+                params_kept=costs.params_kept[k], validated_score=means[k] if means else None,
+                size_bytes=round(full_bytes * costs.params_kept[k] / costs.params_full) if full_bytes else None))
     full_peaks = {size: memory[FULL][size]["peak_memory_bytes"] for size in config.batch_sizes} if memory else {}
     return CutsResult(
         model=plan.source, num_layers=plan.num_layers, layers=plan.layers, rows=rows, params_full=costs.params_full,
@@ -241,7 +258,8 @@ def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | N
         memory_method=memory_method(device, all_reset(memory)) if memory else None, validation=plan.validation_path,
         notes=[f"full model: {_origin(plan)}; each cut is it with the config cut to k blocks (the same weights, "
                "the first k blocks loaded)",
-               f"torch intra-op threads: {threads}"])
+               f"torch intra-op threads: {threads}", *static_notes(plan.statics)],
+        statics=static_rows(plan.statics, timings, memory, config.batch_sizes, FULL), full_size_bytes=full_bytes)
 
 
 def _origin(plan: CutsPlan) -> str:

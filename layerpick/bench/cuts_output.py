@@ -1,5 +1,7 @@
-"""What a multi-cut bench writes: cuts.json, cuts.md (one table) and cuts.png (measured against ideal speed-up,
-and validated score against speed-up when a validation was given), all into one folder, atomically."""
+"""What a multi-cut bench writes: cuts.json, cuts.md (one table: the cuts, then any static exports timed beside
+them, marked `static`) and cuts.png (the cuts' measured against ideal speed-up, and validated score against
+speed-up when a validation was given; a static table has no ideal speed-up, its speed-up is drawn as a line),
+all into one folder, atomically."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from layerpick.bench.cuts import CutsResult
+from layerpick.bench.statics import StaticRow
 
 FILES = ("cuts.json", "cuts.md", "cuts.png")
 
@@ -20,9 +23,12 @@ def to_markdown(result: CutsResult) -> str:
              f"{len(result.layers)} cut(s) against the full model ({result.num_layers} layers), side by side in one "
              f"process: {result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
              f"{result.threads} threads. Speed-up = cut texts/s / full texts/s; ideal = compute per token "
-             f"(attention at {result.seq_length} tokens).", ""]
+             f"(attention at {result.seq_length} tokens)."
+             + (f" {len({row.path for row in result.statics})} static export(s) timed in the same run, marked "
+                "static." if result.statics else ""), ""]
     header = ["layer", "batch", "texts/s cut / full", "measured speed-up", "ideal speed-up", "% of ideal",
-              "p50 ms cut / full", "peak MB", "memory", "params kept"] + (["validated mean"] if scored else [])
+              "p50 ms cut / full", "peak MB", "memory", "params kept", "size MB"] + (["validated mean"] if scored
+                                                                                        else [])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in result.rows:
         cells = [str(row.layer), str(row.batch_size), f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}",
@@ -30,15 +36,28 @@ def to_markdown(result: CutsResult) -> str:
                  f"{row.measured_speedup / row.ideal_speedup:.0%}",
                  f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}", _mb(row.peak_memory_bytes),
                  "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x",
-                 f"{row.params_kept / result.params_full:.0%}"]
+                 f"{row.params_kept / result.params_full:.0%}", _mb(row.size_bytes)]
         lines.append("| " + " | ".join(cells + ([_score(row.validated_score)] if scored else [])) + " |")
+    lines += [_static_line(row, scored) for row in result.statics]
     if scored:
         lines += ["", f"Full model's validated mean score: {_score(result.full_validated_score)} "
                       f"(validation: `{result.validation}`)."]
+    if result.full_size_bytes:
+        lines += ["", f"Size on disk: the full model's weights {_mb(result.full_size_bytes)} MB; a cut's is its "
+                      "export's estimated weights (the full weights' share kept), a static export's every file of "
+                      "its directory."]
     if result.memory_method:
         lines += ["", f"Memory: {result.memory_method}."]
     lines += [""] + [f"- {note}" for note in result.notes]
     return "\n".join(lines) + "\n"
+
+
+def _static_line(row: StaticRow, scored: bool) -> str:
+    cells = [f"static {row.name} (layer {row.layer})", str(row.batch_size),
+             f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}", f"{row.measured_speedup:.2f}x", "–", "–",
+             f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}", _mb(row.peak_memory_bytes),
+             "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x", "table", _mb(row.size_bytes)]
+    return "| " + " | ".join(cells + (["–"] if scored else [])) + " |"
 
 
 def plot_cuts(result: CutsResult, path: Path) -> Path:
@@ -58,6 +77,10 @@ def plot_cuts(result: CutsResult, path: Path) -> Path:
         for r in rows:
             left.annotate(str(r.layer), (r.ideal_speedup, r.measured_speedup), textcoords="offset points",
                           xytext=(3, 3), fontsize=7)
+    for row in result.statics:
+        if row.batch_size == sizes[-1]:
+            left.axhline(row.measured_speedup, color="tab:red", linestyle=":", linewidth=1,
+                         label=f"static {row.name} (layer {row.layer}), batch {row.batch_size}")
     left.set_xlabel("ideal speed-up")
     left.set_ylabel("measured speed-up (throughput, cut / full)")
     left.set_title(f"{result.model}: cuts against the full model", fontsize=10)

@@ -125,6 +125,31 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`; "static" writes instead the static
     table model2vec distils from the proven cut (`export.static`), with `config.static_dims` PCA dimensions."""
     output = Path(output)
+    request = check_request(model, layer, config, load_options)
+    check_not_own_source(model, output)
+    st_layout.check_output(output, config.overwrite)
+    check_output_location(output, "--output")
+    with output_lock(output):
+        return cut_and_save(request, output)
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """An export checked before any model loads: what `cut_and_save` needs besides the output."""
+
+    model: str
+    config: ExportConfig
+    load_options: LoadOptions
+    plan: ExportPlan
+    fit_texts: Any
+    with_onnx: bool
+    texts: tuple[str, ...]
+    static_request: static.StaticRequest | None = None
+
+
+def check_request(model: str, layer: int | None, config: ExportConfig,
+                  load_options: LoadOptions = LoadOptions()) -> ExportRequest:
+    """Every check of an export that needs no weights and no output (`export_model` checks the output)."""
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
                      expand_auto(config.transform, model, load_options, config.fit_texts))
     fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
@@ -136,19 +161,20 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     load_options.check()
     if config.max_seq_length is not None and config.max_seq_length < 1:
         raise ExportError(f"--max-seq-length must be at least 1 (got {config.max_seq_length})")
-    check_not_own_source(model, output)
-    st_layout.check_output(output, config.overwrite)
-    check_output_location(output, "--output")
-    with output_lock(output):
-        return _cut_and_save(model, output, config, load_options, plan, fit_texts, with_onnx, texts, static_request)
+    return ExportRequest(model, config, load_options, plan, fit_texts, with_onnx, texts, static_request)
 
 
-def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: LoadOptions, plan: ExportPlan,
-                  fit_texts, with_onnx: bool, texts: tuple[str, ...],
-                  static_request: static.StaticRequest | None = None) -> ExportResult:
-    """The export once every check passed and the output is locked: load, fit, reference, cut, save, prove (and
-    distil, for a static export)."""
-    loaded = load_model(model, load_options)
+def cut_and_save(request: ExportRequest, output: Path, *, loaded: LoadedModel | None = None,
+                 build_at: Path | None = None) -> ExportResult:
+    """The export once every check passed and the output is locked: load (unless `loaded` is given, which the
+    export changes in place), fit, reference, cut, save, prove (and distil, for a static export). The export is
+    built and moved into place at `build_at` (default `output`); `output` is where it is said to be (the
+    command in its layerpick.json, the result)."""
+    model, config, load_options, plan = request.model, request.config, request.load_options, request.plan
+    fit_texts, with_onnx, texts, static_request = (request.fit_texts, request.with_onnx, request.texts,
+                                                   request.static_request)
+    where = Path(build_at or output)
+    loaded = loaded if loaded is not None else load_model(model, load_options)
     _check_plan_against_model(plan, loaded)
     pooling_mode = check_pooling(plan.pooling or default_pooling(loaded.default_pooling, plan.prompt))
     static_plan = static.check_model(loaded, static_request, pooling_mode) if static_request else None
@@ -168,8 +194,8 @@ def _cut_and_save(model: str, output: Path, config: ExportConfig, load_options: 
     params_cut = _parameter_count(loaded.model)  # before a distillation prunes the embedding rows
     needed = disk_needed(loaded.model, loaded.path, with_onnx, config.quantize, fitted is not None,
                          static.table_bytes(tokenizer, static_plan))
-    check_free(output, needed)
-    with st_layout.atomic_directory(output, config.overwrite, needed) as work:
+    check_free(where, needed)
+    with st_layout.atomic_directory(where, config.overwrite, needed) as work:
         target = work / "export"
         cut = work / "cut" if static_plan else target  # a static export proves the cut here, then distils it
         notes = _save(loaded, tokenizer, plan.prompt, work / "source", cut, pooling_mode, unit, seq_length,
