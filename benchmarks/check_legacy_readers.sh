@@ -6,12 +6,12 @@
 # torch requirement would pull a multi-GB CUDA build), loads every export there and compares its embeddings
 # with what the current sentence-transformers gives. Writes benchmarks/results/legacy_readers.md.
 #
-#   bash benchmarks/check_legacy_readers.sh            # WORK=/tmp/layerpick-legacy VERSIONS="3.4.1 5.1.2"
+#   bash benchmarks/check_legacy_readers.sh            # WORK=/tmp/layerpick-legacy VERSIONS="2.7.0 3.4.1 5.1.2"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 WORK="${WORK:-/tmp/layerpick-legacy}"
-VERSIONS="${VERSIONS:-3.4.1 5.1.2}"
+VERSIONS="${VERSIONS:-2.7.0 3.4.1 5.1.2}"
 PYTHON="${PYTHON:-python3}"
 RESULTS="$ROOT/benchmarks/results/legacy_readers.md"
 mkdir -p "$WORK" "$(dirname "$RESULTS")"

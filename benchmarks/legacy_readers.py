@@ -92,8 +92,11 @@ CAUGHT = """
 - `tokenizer_class: TokenizersBackend` (transformers 5's generic class) does not exist in transformers 4
   ("ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported" with 3.4.1);
   the export writes `PreTrainedTokenizerFast`, which both versions load to the same tokenizer.
+- sentence-transformers 2.7.0's `Dense` reads only `pytorch_model.bin` ("FileNotFoundError: ...
+  2_Dense/pytorch_model.bin" for all three transformed exports, when they held `model.safetensors` alone);
+  the export writes the Dense weights in both files (the same tensors), and every reader above now loads them.
 
-Installing the two reader venvs (torch 2.13.0 CPU from constraints.txt first, then sentence-transformers,
+Installing the reader venvs (torch 2.13.0 CPU from constraints.txt first, then sentence-transformers,
 which brings transformers 4.57.6) took under 6 minutes here; the script reuses them when they exist.
 
 Old readers print "created with Sentence Transformers version 6.2.0" warnings: the version recorded in
