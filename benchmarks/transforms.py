@@ -30,8 +30,10 @@ from layerpick.validation.run import run_validation
 
 def validate(model: str, folders: list[str], prompt: str, transforms: str, fit: str | None, work: Path,
              args) -> dict:
-    tag = f"{model}-{prompt}-{Path(fit).name if fit else 'calibration'}"
-    config = ValidateConfig(layers="all", output_dir=work / "validate" / tag, max_length=args.max_length,
+    suffix = f"+{args.tag}" if args.tag else ""
+    tag = f"{model}-{prompt}-calibration{suffix}" if fit is None else f"{model}-{prompt}-{Path(fit).name}-{transforms}"
+    output = work / ("validate" if fit is None else "validate-task-fit") / tag
+    config = ValidateConfig(layers="all", output_dir=output, max_length=args.max_length,
                             prompt=prompt, transform=transforms, fit_texts=fit, store_dir=work / "store",
                             progress=False)
     began = time.perf_counter()
@@ -40,6 +42,20 @@ def validate(model: str, folders: list[str], prompt: str, transforms: str, fit: 
     return data.get("by_prompt") or {_variant(data): {"mean_by_layer": data["mean_by_layer"],
                                                      "tasks": {t: v["main_score_by_layer"]
                                                                for t, v in data["tasks"].items()}}}
+
+
+def validate_fitted_on_task(model: str, folder: str, prompt: str, args) -> dict:
+    """The --task-fit transforms fitted on the task folder's own texts; those it has too few texts for are left
+    out (whiten-256 needs 257), said on stdout."""
+    from layerpick.errors import LayerpickError
+
+    kept = []
+    for transform in args.task_fit.split(","):
+        try:
+            kept.append(validate(model, [folder], prompt, transform, folder, args.work, args))
+        except LayerpickError as error:
+            print(f"{Path(folder).name}: {transform} left out: {error}", flush=True)
+    return {variant: one for scores in kept for variant, one in scores.items()}
 
 
 def _variant(data: dict) -> str:
@@ -69,12 +85,12 @@ TASK_TYPES = {"STS": ["STSBenchmark", "SICK-R", "BIOSSES"],
               "clustering": ["Banking77Clustering_derived"]}
 
 
-def auto_pick(model: str, infonce: dict[str, list]) -> dict | None:
+def auto_pick(model: str, infonce: dict[str, list], prompt: str = "none") -> dict | None:
     """What the default `auto` picks: min-infonce over layers >= 1 of the variants `auto` scores for `model`."""
     from layerpick.core.fit_texts import expand_auto
     from layerpick.core.models import LoadOptions
 
-    among = [("none" if t == "none" else f"none+{t}") for t in expand_auto("auto", model, LoadOptions()).split(",")]
+    among = [(prompt if t == "none" else f"{prompt}+{t}") for t in expand_auto("auto", model, LoadOptions()).split(",")]
     pairs = [(value, k, label) for label in among for k, value in enumerate(infonce.get(label, []))
              if k >= 1 and value is not None]
     if not pairs:
@@ -162,22 +178,95 @@ def model_section(model: str, data: dict, picks: dict[str, int]) -> list[str]:
     return lines + [""]
 
 
-def render(work_dirs: list[Path], picks: dict[str, dict[str, int]]) -> str:
+def render(work_dirs: list[Path], picks: dict[str, dict[str, dict]], task_fit: dict[str, dict]) -> str:
     validations = read_validations(work_dirs)
     lines = []
     for model, tags in validations.items():
-        for tag, data in sorted(tags.items()):
-            lines += [f"<!-- {tag} -->"] + model_section(model, data, picks.get(model, {}))
+        for base, merged in sorted(merge_tags(tags).items()):
+            prompt = base[len(model) + 1:].rsplit("-", 1)[0]
+            lines += [f"<!-- {base} -->"] + model_section(model, merged, picks.get(model, {}).get(prompt, {}))
+        calibration = merge_tags(tags).get(f"{model}-none-calibration")
+        if model in task_fit and calibration:
+            lines += task_fit_section(model, calibration, task_fit[model], fit_counts(work_dirs, model))
     return "\n".join(lines) + "\n"
+
+
+def merge_tags(tags: dict[str, dict]) -> dict[str, dict]:
+    """`<model>-<prompt>-calibration` and its `+<tag>` runs (more transforms, same setting) as one validation:
+    the base's fields, every run's variants."""
+    merged: dict[str, dict] = {}
+    for tag in sorted(tags):
+        base = tag.split("+", 1)[0]
+        data = tags[tag]
+        entry = merged.setdefault(base, {**data, "by_prompt": {}})
+        entry["by_prompt"].update(variants_of(data))
+    return merged
+
+
+def fit_counts(work_dirs: list[Path], model: str) -> dict[tuple[str, str], int]:
+    """(variant, task) -> how many of the task's own texts its transform was fitted on."""
+    counts = {}
+    for work in work_dirs:
+        for path in sorted((work / "validate-task-fit").glob(f"{model}-*/validation.json")):
+            data = json.loads(path.read_text())
+            for task in data["tasks"]:
+                counts[(_variant(data), task)] = data["transform"]["fit"]["count"]
+    return counts
+
+
+def task_fit_section(model: str, calibration: dict, fitted: dict[str, dict],
+                     counts: dict[tuple[str, str], int]) -> list[str]:
+    """Each transform fitted on the calibration set against the same transform fitted on each task's own texts,
+    over the tasks where both were scored: by task (best layer of each), then the mean by layer."""
+    lines = [f"### {model}: fitted on the calibration set or on each task's own texts", ""]
+    variants = variants_of(calibration)
+    speedup = calibration["cost"]["ideal_speedup"]
+    for label, on_task in fitted.items():
+        on_calibration = variants.get(label, {}).get("tasks", {})
+        names = [n for n in on_task if n in on_calibration]
+        lines += [f"{label} by task (each fit's best layer >= 1):", "",
+                  "| task | task's texts fitted on | texts per dimension | calibration fit | task's own texts | difference |",
+                  "|---|---|---|---|---|---|"]
+        dim = int(label.rsplit("-", 1)[1]) if label.rsplit("-", 1)[1].isdigit() else None
+        for name in names:
+            a, b = _best_value(on_calibration[name]), _best_value(on_task[name])
+            count = counts.get((label, name))
+            ratio = f"{count / dim:.2f}" if count and dim else "–"
+            lines.append(f"| {name} | {count or '–'} | {ratio} | {_f(a)} | {_f(b)} | {_f(b - a)} |")
+        lines.append("")
+        means = {fit: [_mean([tasks[n][k] for n in names]) for k in range(len(speedup))]
+                 for fit, tasks in (("calibration", on_calibration), ("task", on_task))}
+        best = {fit: _best(values, range(len(speedup))) for fit, values in means.items()}
+        lines += [f"{label}, over the {len(names)} tasks with enough texts for it ({', '.join(names)}): best layer "
+                  f"fitted on the calibration set {best['calibration']} ({_f(means['calibration'][best['calibration']])}), "
+                  f"fitted on each task's texts {best['task']} ({_f(means['task'][best['task']])}).", "",
+                  "| layer | ideal speed-up | calibration fit | task's own texts | difference |", "|---|---|---|---|---|"]
+        for k in range(len(speedup)):
+            a, b = means["calibration"][k], means["task"][k]
+            lines.append(f"| {k} | {speedup[k]:.2f}x | {_f(a)} | {_f(b)} | "
+                         f"{_f(None if a is None or b is None else b - a)} |")
+        lines.append("")
+    return lines
+
+
+def _best_value(values: list) -> float | None:
+    scored = [v for v in values[1:] if v is not None]
+    return max(scored) if scored else None
+
+
+def _mean(values: list) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(values) / len(values)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m,minilm-l6")
     parser.add_argument("--prompts", default="none")
-    parser.add_argument("--transforms", default="none,center,whiten-128,whiten-256")
+    parser.add_argument("--transforms", default="none,center,whiten-128,whiten-256",
+                        help="fitted on the calibration set ('' skips that validation)")
     parser.add_argument("--task-fit", default="", help="transforms to fit on each task's own texts as well")
     parser.add_argument("--select", action="store_true", help="the rule's pick under every transform")
+    parser.add_argument("--tag", default="", help="a name for a run that adds transforms to an earlier one")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/layerpick-transforms"))
     parser.add_argument("--max-rows", type=int, default=300)
@@ -186,15 +275,20 @@ def main() -> None:
     parser.add_argument("--render", nargs="*", type=Path, help="only render these work folders' results")
     args = parser.parse_args()
     if args.render is not None:
-        picks = {}
+        picks, task_fit = {}, {}
         for work in args.render:
             results = work / "results.json"
             for model, entry in (json.loads(results.read_text()) if results.exists() else {}).items():
-                for one in entry.get("select", {}).values():
-                    picks.setdefault(model, {}).update(one["by_variant"])
-                    picks[model]["across"] = one["across"]
-                    picks[model]["auto"] = auto_pick(model, one["infonce"])
-        print(render(args.render, picks))
+                for key, one in entry.get("select", {}).items():
+                    prompt, _, tag = key.partition("+")
+                    by_prompt = picks.setdefault(model, {}).setdefault(prompt, {})
+                    by_prompt.update(one["by_variant"])
+                    if not tag:
+                        by_prompt["across"] = one["across"]
+                        by_prompt["auto"] = auto_pick(model, one["infonce"], prompt)
+                if entry.get("task"):
+                    task_fit.setdefault(model, {}).update(entry["task"])
+        print(render(args.render, picks, task_fit))
         return
     args.work.mkdir(parents=True, exist_ok=True)
     folders = task_folders(args.data, args.work, args.max_rows, TASKS)
@@ -204,16 +298,19 @@ def main() -> None:
     for model in args.models.split(","):
         entry = results.setdefault(model, {"calibration": {}, "task": {}, "select": {}})
         for prompt in args.prompts.split(","):
-            entry["calibration"].update(validate(model, folders, prompt, args.transforms, None, args.work, args))
-            save(results, results_path)
+            if args.transforms:
+                entry["calibration"].update(validate(model, folders, prompt, args.transforms, None, args.work,
+                                                     args))
+                save(results, results_path)
             if args.task_fit:
                 for folder in folders:
-                    scores = validate(model, [folder], prompt, args.task_fit, folder, args.work, args)
+                    scores = validate_fitted_on_task(model, folder, prompt, args)
                     for variant, one in scores.items():
                         entry["task"].setdefault(variant, {}).update(one.get("tasks", {}))
                     save(results, results_path)
             if args.select:
-                entry["select"][prompt] = select(model, prompt, args.transforms, args)
+                key = f"{prompt}+{args.tag}" if args.tag else prompt
+                entry["select"][key] = select(model, prompt, args.transforms, args)
                 save(results, results_path)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
