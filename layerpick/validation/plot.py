@@ -56,6 +56,7 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
 
 
 VARIANT_STYLES = ("-", "--", ":", "-.")
+VARIANT_COLOURS = ("black", "darkred", "darkblue", "darkgreen", "darkorange", "indigo")
 
 
 def draw_scores(axis, data: dict[str, Any], depth: int) -> None:
@@ -69,7 +70,8 @@ def draw_scores(axis, data: dict[str, Any], depth: int) -> None:
         _line(axis, data["mean_by_layer"], depth, label="mean", linewidth=3, color="black")
         return
     for index, (variant, entry) in enumerate(variants.items()):
-        _line(axis, entry["mean_by_layer"], depth, label=f"mean: {variant}", linewidth=2.5, color="black",
+        _line(axis, entry["mean_by_layer"], depth, label=f"mean: {variant}", linewidth=2.5,
+              color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)],
               linestyle=VARIANT_STYLES[index % len(VARIANT_STYLES)])
 
 
