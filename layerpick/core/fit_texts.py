@@ -9,6 +9,7 @@ seeded sample, so the fit's cost stays bounded.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from layerpick.core.calibration import CalibrationSet, load_calibration
@@ -17,6 +18,13 @@ from layerpick.errors import CalibrationError
 
 FIT_LIMIT = 2048
 FIT_SEED = 0
+# Fit texts per whitened dimension below which a whitening overfits its fit set: on the nine shared tasks, whiten-256
+# fitted on 300 texts of a task (1.2 per dimension) lost 3-31 points on that task's classification and clustering
+# for both decoders, while whiten-128 on the same 300 texts (2.3) lost 0-10 and on 566-584 STS texts both gained
+# (benchmarks/results/transforms.md, "fitted on each task's own texts").
+FIT_TEXTS_PER_DIM = 2
+
+logger = logging.getLogger(__name__)
 
 
 def load_fit_texts(source: str | None, *, limit: int = FIT_LIMIT) -> CalibrationSet:
@@ -55,7 +63,23 @@ def prepare_fit(specs: "tuple[TransformSpec, ...]", source: str | None, represen
     width = peek_hidden_size(model, load_options) if model else None
     for spec in specs:
         spec.check(hidden_size=width, fit_count=len(texts.texts))
+        warning = thin_fit_warning(spec, len(texts.texts), width)
+        if warning:
+            logger.warning(warning)
     return texts
+
+
+def thin_fit_warning(spec: TransformSpec, count: int, width: int | None) -> str | None:
+    """A warning when a whitening keeps more dimensions than its fit set supports well (fewer than
+    FIT_TEXTS_PER_DIM texts per dimension); None otherwise."""
+    if spec.kind != "whiten":
+        return None
+    dim = spec.dim if spec.dim is not None else (min(width, count - 1) if width else count - 1)
+    if count >= FIT_TEXTS_PER_DIM * dim:
+        return None
+    return (f"{spec.label} keeps {dim} dimensions but is fitted on {count} texts, fewer than {FIT_TEXTS_PER_DIM} "
+            f"per dimension: such a fit overfits its texts (measured at 1.2 per dimension: 3-31 points lost on "
+            f"classification and clustering); give at least {FIT_TEXTS_PER_DIM * dim} fit texts or whiten-{max(count // FIT_TEXTS_PER_DIM, 1)}")
 
 
 AUTO = "auto"
@@ -66,7 +90,7 @@ def expand_auto(value: str | None, model: str | None, load_options: Any, fit_sou
     """`auto` in a transform list: `none` for a trained sentence embedder (a model that ships its own
     sentence-transformers pipeline); for any other model `none,whiten-D`, both scored, the rule choosing between
     them (benchmarks/results/transforms.md), with D = 256, or less where the hidden size (read from config.json
-    where it is at hand) or the fit set (D + 1 texts at least) allows less."""
+    where it is at hand) or the fit set (FIT_TEXTS_PER_DIM texts per dimension) allows less."""
     if value is None or AUTO not in [part.strip().lower() for part in value.split(",")]:
         return value
     from layerpick.core.models import peek_hidden_size, peek_is_embedder
@@ -75,6 +99,6 @@ def expand_auto(value: str | None, model: str | None, load_options: Any, fit_sou
         chosen = "none"
     else:
         width = (peek_hidden_size(model, load_options) if model else None) or AUTO_WHITEN_DIM
-        dim = min(AUTO_WHITEN_DIM, width, len(load_fit_texts(fit_source).texts) - 1)
+        dim = min(AUTO_WHITEN_DIM, width, len(load_fit_texts(fit_source).texts) // FIT_TEXTS_PER_DIM)
         chosen = f"none,whiten-{dim}" if dim >= 2 else "none"
     return ",".join(chosen if part.strip().lower() == AUTO else part for part in value.split(","))

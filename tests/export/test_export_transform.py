@@ -226,12 +226,33 @@ def test_one_fit_pass_serves_every_transform(source, fit_file, tmp_path, monkeyp
     assert calls == [24, 40]  # the calibration texts, then the fit texts once for all three transforms
 
 
+def test_a_whitening_with_fewer_than_two_fit_texts_per_dimension_is_warned_about(source, tmp_path, caplog):
+    from layerpick.core.fit_texts import prepare_fit, thin_fit_warning
+    from layerpick.core.models import LoadOptions
+    from layerpick.core.transform import parse_transform
+
+    assert thin_fit_warning(parse_transform("whiten-256"), 512, 576) is None
+    assert thin_fit_warning(parse_transform("whiten-256"), 300, 576) == (
+        "whiten-256 keeps 256 dimensions but is fitted on 300 texts, fewer than 2 per dimension: such a fit overfits "
+        "its texts (measured at 1.2 per dimension: 3-31 points lost on classification and clustering); give at "
+        "least 512 fit texts or whiten-150")
+    assert "keeps 299 dimensions" in thin_fit_warning(parse_transform("whiten"), 300, 576)
+    assert thin_fit_warning(parse_transform("center"), 3, 576) is None
+    fit = calibration_file(tmp_path, n=24)
+    with caplog.at_level("WARNING"):
+        prepare_fit((parse_transform("whiten-8"),), fit, "exported", source, LoadOptions())
+        assert not caplog.records
+        prepare_fit((parse_transform("whiten-16"),), fit, "exported", source, LoadOptions())
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "whiten-16 keeps 16 dimensions but is fitted on 24 texts, fewer than 2 per dimension"]
+
+
 def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_embedder(source, tmp_path):
     from layerpick.core.fit_texts import expand_auto
     from layerpick.core.models import LoadOptions
 
     calibration = calibration_file(tmp_path, n=24)
-    assert expand_auto("auto", source, LoadOptions(), calibration) == "none,whiten-23"  # 24 fit texts allow 23
+    assert expand_auto("auto", source, LoadOptions(), calibration) == "none,whiten-12"  # 2 fit texts per dimension
     assert expand_auto("auto", source, LoadOptions(), None) == "none,whiten-32"  # the tiny model's hidden size
     embedder = tmp_path / "embedder"
     embedder.mkdir()
@@ -240,4 +261,4 @@ def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_
     assert expand_auto("auto", str(embedder), LoadOptions(), None) == "none"
     report = run_select(source, config=SelectConfig(calibration=calibration, limit=None, metrics="infonce",
                                                     collect=QUIET))
-    assert set(report.by_prompt) == {"none", "none+whiten-23"}
+    assert set(report.by_prompt) == {"none", "none+whiten-12"}
