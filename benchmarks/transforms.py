@@ -70,7 +70,7 @@ def select(model: str, prompt: str, transforms: str, args) -> dict:
     config = SelectConfig(limit=args.limit, metrics="infonce", prompt=prompt, transform=transforms,
                           collect=CollectConfig(max_length=args.max_length, progress=False))
     report = run_select(model, config=config)
-    entries = report.by_prompt or {prompt: {"scores": report.scores}}
+    entries = report.by_prompt or {chosen_variant(report): {"scores": report.scores}}
     rule = parse_rule(DEFAULT_RULE)
     own = {label: choose_layer(entry["scores"], rule).layer for label, entry in entries.items()}
     return {"across": {"variant": chosen_variant(report), "layer": report.selected_layer},
@@ -282,7 +282,7 @@ def main() -> None:
                 for key, one in entry.get("select", {}).items():
                     prompt, _, tag = key.partition("+")
                     by_prompt = picks.setdefault(model, {}).setdefault(prompt, {})
-                    by_prompt.update(one["by_variant"])
+                    by_prompt.update(_labelled(one))
                     if not tag:
                         by_prompt["across"] = one["across"]
                         by_prompt["auto"] = auto_pick(model, one["infonce"], prompt)
@@ -313,6 +313,15 @@ def main() -> None:
                 entry["select"][key] = select(model, prompt, args.transforms, args)
                 save(results, results_path)
     print(f"load average after: {os.getloadavg()}", flush=True)
+
+
+def _labelled(one: dict) -> dict[str, int]:
+    """A select's picks by variant; a one-variant select stored before its picks were named by variant (a
+    bare template name) is named by the variant it chose."""
+    picks = one["by_variant"]
+    if len(picks) == 1 and "+" not in next(iter(picks)) and "+" in one["across"]["variant"]:
+        return {one["across"]["variant"]: next(iter(picks.values()))}
+    return picks
 
 
 def save(results: dict, path: Path) -> None:
