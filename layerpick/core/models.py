@@ -184,12 +184,27 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
 def peek_hidden_size(name_or_path: str, options: LoadOptions = LoadOptions()) -> int | None:
     """The model's hidden size from its config.json alone, before any weights load; None where that file is not
     at hand without loading (a GGUF file, a hub id not cached) or the name does not resolve (the load says why)."""
+    data = _peek_config(name_or_path, options)
+    return next((data[key] for key in ("hidden_size", "n_embd", "d_model") if isinstance(data.get(key), int)), None)
+
+
+def peek_num_layers(name_or_path: str, options: LoadOptions = LoadOptions()) -> int | None:
+    """The model's layer count from its config.json alone (a multimodal config's `text_config` where it has one),
+    before any weights load; None where that file is not at hand or states no count."""
+    data = _peek_config(name_or_path, options)
+    data = data["text_config"] if isinstance(data.get("text_config"), dict) else data
+    return next((data[key] for key in ("num_hidden_layers", "n_layer", "num_layers")
+                 if isinstance(data.get(key), int)), None)
+
+
+def _peek_config(name_or_path: str, options: LoadOptions) -> dict:
+    """The model's config.json where it is at hand without loading and readable; else {}."""
     config = _peek_file(name_or_path, options, "config.json")
     try:
         data = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
     except (OSError, ValueError):
-        return None
-    return next((data[key] for key in ("hidden_size", "n_embd", "d_model") if isinstance(data.get(key), int)), None)
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def peek_is_embedder(name_or_path: str, options: LoadOptions = LoadOptions()) -> bool:

@@ -26,13 +26,12 @@ from typing import Any, Iterator, Sequence
 from layerpick._util import atomic
 from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location, check_replaceable
-from layerpick.core.models import LoadedModel, LoadOptions, load_model
+from layerpick.core.models import LoadedModel, LoadOptions, load_model, peek_num_layers
 from layerpick.errors import LayerRangeError
 from layerpick.export import job, static
 from layerpick.export.config import ExportConfig
 
 INDEX_FILE = "layers.json"
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")  # where a config.json states the layer count
 
 
 @dataclass(frozen=True)
@@ -73,20 +72,6 @@ def check_range(layers: Sequence[int], num_layers: int | None) -> None:
     bad = [k for k in layers if num_layers is not None and k > num_layers]
     if bad:
         raise LayerRangeError(f"layer {bad[0]} is out of range for --layers: this model has layers 1..{num_layers}")
-
-
-def peek_num_layers(model: str, load_options: LoadOptions = LoadOptions()) -> int | None:
-    """The model's layer count from its config.json alone, before any weights load; None where that file is not
-    at hand (a GGUF file, a hub id not cached) or states no count."""
-    from layerpick.core.models import _peek_file  # models.py's reader of a model's own files, without loading
-
-    config = _peek_file(model, load_options, "config.json")
-    try:
-        data = json.loads(config.read_text(encoding="utf-8")) if config is not None else {}
-    except (OSError, ValueError):
-        return None
-    data = data.get("text_config", data) if isinstance(data.get("text_config"), dict) else data
-    return next((data[key] for key in LAYER_KEYS if isinstance(data.get(key), int)), None)
 
 
 def check_request(model: str, layers: str | Sequence[int], output: Path, config: ExportConfig,
