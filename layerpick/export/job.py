@@ -152,6 +152,7 @@ def check_request(model: str, layer: int | None, config: ExportConfig,
     """Every check of an export that needs no weights and no output (`export_model` checks the output)."""
     plan = make_plan(model, layer, config.report, config.pooling, config.representation, config.prompt,
                      expand_auto(config.transform, model, load_options, config.fit_texts))
+    plan = static.table_plan(config, plan)
     fit_texts = transformed.prepare_fit_texts(plan.transform, transformed.fit_source(config.fit_texts, plan.report),
                                               plan.representation, model, load_options,
                                               plan.report.transform if plan.report else None)

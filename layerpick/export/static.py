@@ -15,7 +15,10 @@ equal), so the rows before PCA are at hand: the affine map of that PCA is what t
 
 A template cannot be distilled: model2vec passes single tokens, and a text's row is a mean of token rows, so
 nothing can wrap a text in a template; a request with one is refused. So is a transform (the table has its
-own PCA, `--static-dims`).
+own PCA, `--static-dims`), with one exception: from a select report whose pick is under a transform (what
+`--transform auto` often picks for a language model), the report's layer is distilled without it, as the
+evidence advises (benchmarks/results/static.md: that layer, untransformed, gave the best table measured on each
+packaged model), and a warning says so.
 
 The directory is model2vec's own layout (`model.safetensors` with `embeddings`, `tokenizer.json`, `config.json`)
 with the `modules.json` model2vec writes beside it (StaticEmbedding, then Normalize when the export
@@ -34,7 +37,7 @@ import logging
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -98,6 +101,18 @@ def require() -> None:
     if missing:
         raise StaticExportError(f"--format static needs the optional extra: pip install 'layerpick[static]' "
                                 f"(missing: {', '.join(missing)})")
+
+
+def table_plan(config, plan):
+    """The export plan a static table distils: from a select report whose pick is under a transform, the same
+    layer without the transform (the table has its own PCA); any other plan, unchanged."""
+    if config.format != FORMAT or plan.report is None or plan.transform.is_identity or config.transform is not None:
+        return plan
+    from layerpick.core.transform import IDENTITY
+
+    logger.warning("the report picked layer %d under %s; the static table distils layer %d without it (the table "
+                   "is reduced by its own PCA, --static-dims)", plan.layer, plan.transform.label, plan.layer)
+    return replace(plan, transform=IDENTITY)
 
 
 def check_request(config, plan, load_options, model: str) -> StaticRequest | None:

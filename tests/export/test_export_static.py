@@ -196,6 +196,30 @@ def test_validate_exported_scores_it_at_its_layer(bert_static, tmp_path):
     assert "static table distilled from layer 2" in data["notes"][0]
 
 
+def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dirs, tmp_path, caplog):
+    from layerpick.selection.job import SelectConfig, run_select
+    from layerpick.selection.report import write_report
+    from tests.testkit.calibration import QUIET, calibration_file
+
+    source = str(tiny_dirs("llama"))
+    fit = calibration_file(tmp_path, n=40)
+    picked = run_select(source, config=SelectConfig(calibration=fit, limit=None, metrics="infonce",
+                                                    transform="whiten-8", fit_texts=fit, collect=QUIET))
+    write_report(picked, tmp_path / "select")
+    report = tmp_path / "select" / "report.json"
+    assert json.loads(report.read_text())["transform"]["name"] == "whiten-8"
+    with caplog.at_level("WARNING", logger="layerpick.export.static"):
+        result = export_model(source, None, tmp_path / "table", ExportConfig(progress=False, format="static",
+                                                                            static_dims=DIMS, report=report))
+    assert result.layer == picked.selected_layer and not result.transform
+    assert metadata(tmp_path / "table")["layer"] == picked.selected_layer
+    assert f"distils layer {picked.selected_layer} without it" in caplog.text
+    with pytest.raises(StaticExportError, match="cannot carry the transform whiten-8"):  # asked for: still refused
+        export_model(source, 1, tmp_path / "asked", ExportConfig(progress=False, format="static",
+                                                                 transform="whiten-8", fit_texts=fit))
+    assert not (tmp_path / "asked").exists()
+
+
 # ---- bad requests: one line, nothing written
 
 
