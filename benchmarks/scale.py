@@ -29,6 +29,7 @@ import platform
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -151,12 +152,13 @@ def metric_cells() -> list[dict]:
             base = torch.randn(count, 1, dim, generator=generator)
             views = base + 0.3 * torch.randn(count, VIEWS, dim, generator=generator)
             for name, function in pooled.items():
-                rows.append({"metric": name, "dim": dim, "texts": count, "seconds": timed(function, views)})
+                rows.append({"metric": name, "dim": dim, "texts": count, **measured(function, views)})
         for tokens in TOKEN_LENGTHS:
             states = torch.randn(64, tokens, dim, generator=generator)
             for name, function in (("prompt-entropy", prompt_entropy), ("curvature", curvature)):
-                seconds = timed(lambda: [function(text) for text in states]) / 64
-                rows.append({"metric": name, "dim": dim, "tokens": tokens, "seconds": seconds})
+                cost = measured(lambda: [function(text) for text in states])
+                rows.append({"metric": name, "dim": dim, "tokens": tokens, "seconds": cost["seconds"] / 64,
+                             "rss_growth_mb": cost["rss_growth_mb"]})
     return rows
 
 
@@ -167,14 +169,35 @@ def fit_cells() -> list[dict]:
 
     spec = parse_transform("whiten-256")
     rng = np.random.default_rng(0)
-    return [{"dim": dim, "texts": count, "seconds": timed(fit, spec, rng.standard_normal((count, dim)))}
+    return [{"dim": dim, "texts": count, **measured(fit, spec, rng.standard_normal((count, dim)))}
             for dim in WIDTHS for count in FIT_SIZES]
 
 
-def timed(function, *args) -> float:
+def measured(function, *args) -> dict:
+    """Wall seconds of `function(*args)` and the most its call raised the process's RSS (MB), sampled every
+    millisecond by a thread (torch and numpy release the GIL while they compute)."""
+    start_rss = current_rss()
+    peak, done = [start_rss], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.001):
+            peak[0] = max(peak[0], current_rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     start = time.perf_counter()
-    function(*args)
-    return time.perf_counter() - start
+    try:
+        function(*args)
+    finally:
+        seconds = time.perf_counter() - start
+        done.set()
+        sampler.join()
+    return {"seconds": seconds, "rss_growth_mb": (max(peak[0], current_rss()) - start_rss) / 2**20}
+
+
+def current_rss() -> int:
+    """The process's resident set now, in bytes (/proc/self/statm)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def layerpick_cli(args: list[str], cwd: Path) -> dict:

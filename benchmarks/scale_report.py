@@ -44,7 +44,10 @@ def forward_section(results: dict) -> list[str]:
              f"{r['peak_rss_mb']:.0f}", f"{r['loaded_rss_mb']:.0f}"] for r in rows]
     lines = ["## Forward pass (layerpick's pass: every layer pooled, batch 16)", "",
              *table(["model", "dtype", "texts N", "tokens T", "s", "tokens/s", "GFLOP/s (2 x non-emb params)",
-                     "peak RSS MB", "RSS after load MB"], body), ""]
+                     "process peak RSS so far MB", "RSS after load MB"], body), "",
+             "Cells of one (model, dtype) run in one process in the order listed, so the peak column is the "
+             "process's peak up to that cell; the model's weights are mapped from safetensors and count once "
+             "touched.", ""]
     return lines + ["Growth (exponent of time between the two largest points of each axis):", ""] + [f"- {line}" for line in forward_growth(rows, params)]
 
 
@@ -93,20 +96,31 @@ def metrics_section(results: dict) -> list[str]:
         for dim in widths:
             cells = [cell(rows, metric=name, dim=dim, texts=n)["seconds"] for n in sizes]
             body.append([name, dim, *[f"{s:.3f}" for s in cells], f"N^{slope(list(zip(sizes, cells))):.2f}",
-                         f"D^{slope(largest):.2f}" if dim == widths[-1] else ""])
+                         f"D^{slope(largest):.2f}" if dim == widths[-1] else "",
+                         _mb(cell(rows, metric=name, dim=dim, texts=sizes[-1]))])
     lengths = sorted({r["tokens"] for r in rows if "tokens" in r})
     token_body = []
     for name in ("prompt-entropy", "curvature"):
         for dim in widths:
             cells = [cell(rows, metric=name, dim=dim, tokens=t)["seconds"] * 1000 for t in lengths]
-            token_body.append([name, dim, *[f"{s:.2f}" for s in cells], f"T^{slope(list(zip(lengths, cells))):.2f}"])
+            token_body.append([name, dim, *[f"{s:.2f}" for s in cells], f"T^{slope(list(zip(lengths, cells))):.2f}",
+                               _mb(cell(rows, metric=name, dim=dim, tokens=lengths[-1]))])
     return ["## Metrics on ONE layer (synthetic states; multiply by L + 1 for a select)", "",
+            "RSS growth is the most a cell raised the process's resident memory, sampled by a thread every "
+            "millisecond during the timed cell (a shorter peak can be missed); the sampler shares the 2 cores, so "
+            "these times ran up to a third above those of the same cells without it.", "",
             "Pooled and view metrics, seconds per layer as the texts N grow (2 views):", "",
-            *table(["metric", "width D", *[f"N = {n}" for n in sizes], "growth in N", f"growth in D (N = {sizes[-1]})"],
-                  body), "",
+            *table(["metric", "width D", *[f"N = {n}" for n in sizes], "growth in N", f"growth in D (N = {sizes[-1]})",
+                    f"RSS growth MB at N = {sizes[-1]}"], body), "",
             "Token-level metrics, milliseconds per text per layer as its length T grows:", "",
-            *table(["metric", "width D", *[f"T = {t}" for t in lengths], "growth"], token_body),
+            *table(["metric", "width D", *[f"T = {t}" for t in lengths], "growth", f"RSS growth MB at T = {lengths[-1]}"],
+                  token_body),
             *peak_line(results, "metrics")]
+
+
+def _mb(row: dict) -> str:
+    """The most a cell raised the process's RSS, sampled every millisecond ('n/a' for a run before it was kept)."""
+    return "n/a" if row.get("rss_growth_mb") is None else f"{row['rss_growth_mb']:.0f}"
 
 
 def peak_line(results: dict, part: str) -> list[str]:
@@ -117,9 +131,9 @@ def peak_line(results: dict, part: str) -> list[str]:
 
 def fit_section(results: dict) -> list[str]:
     rows = results["fit"]
-    body = [[r["dim"], r["texts"], f"{r['seconds']:.3f}"] for r in rows]
+    body = [[r["dim"], r["texts"], f"{r['seconds']:.3f}", _mb(r)] for r in rows]
     return ["## Transform fit (whiten-256 on ONE layer: a thin SVD of the N x D fit states, O(N D min(N, D)))", "",
-            *table(["width D", "fit texts N", "s"], body), *peak_line(results, "fit")]
+            *table(["width D", "fit texts N", "s", "RSS growth MB"], body), *peak_line(results, "fit")]
 
 
 def export_section(results: dict) -> list[str]:
