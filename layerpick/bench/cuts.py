@@ -48,9 +48,9 @@ from layerpick.bench.statics import StaticPeer, StaticRow, check_statics, static
 from layerpick.bench.statics import notes as static_notes
 from layerpick.bench.timing import split_batches, time_side_by_side
 from layerpick.core import surgery
+from layerpick.core.layer_list import parse_layer_list
 from layerpick.core.cost import LayerCosts, layer_costs_for_config
 from layerpick.core.models import LoadOptions
-from layerpick.errors import LayerRangeError
 
 logger = logging.getLogger(__name__)
 
@@ -134,25 +134,21 @@ def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline
 
 
 def parse_cut_layers(text: str, num_layers: int, validation: dict[str, Any] | None) -> list[int]:
-    """`frontier` (a validation's frontier layers, needs `validation`) or comma-separated layers in 1..L-1
-    (the last layer is the full model itself)."""
-    words = [part.strip() for part in text.split(",") if part.strip()]
-    if words == ["frontier"]:
-        if validation is None:
-            raise BenchError("--layers frontier needs --validation (a validation.json with every layer scored)")
-        chosen = [k for k in validation.get("frontier", {}).get("layers", []) if 1 <= k < num_layers]
-        if not chosen:
-            raise BenchError("the validation's frontier holds no layer below the last to bench")
-        return chosen
-    try:
-        chosen = sorted({int(word) for word in words})
-    except ValueError:
-        raise BenchError(f"--layers must be comma-separated layers or 'frontier' (got {text!r})") from None
-    bad = [k for k in chosen if not 1 <= k <= num_layers]
-    if bad or not chosen:
-        raise LayerRangeError(f"layer {bad[0] if bad else '(none)'} is out of range for --layers: this model has "
-                              f"layers 1..{num_layers}")
+    """`frontier` (a validation's frontier layers, needs `validation`) or comma-separated layers in 1..L
+    (the last layer is the full model itself, so it is dropped unless it is the only one)."""
+    words = {"frontier": lambda: _frontier(validation, num_layers)}
+    chosen = parse_layer_list(text, first=1, last=num_layers, words=words,
+                              grammar="comma-separated layers or 'frontier'", error=BenchError)
     return [k for k in chosen if k < num_layers] or [num_layers]
+
+
+def _frontier(validation: dict[str, Any] | None, num_layers: int) -> list[int]:
+    if validation is None:
+        raise BenchError("--layers frontier needs --validation (a validation.json with every layer scored)")
+    chosen = [k for k in validation.get("frontier", {}).get("layers", []) if 1 <= k < num_layers]
+    if not chosen:
+        raise BenchError("the validation's frontier holds no layer below the last to bench")
+    return chosen
 
 
 def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: LoadOptions = LoadOptions(),

@@ -26,8 +26,8 @@ from typing import Any, Iterator, Sequence
 from layerpick._util import atomic
 from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location, check_replaceable
+from layerpick.core.layer_list import check_layer_range, parse_layer_list
 from layerpick.core.models import LoadedModel, LoadOptions, load_model, peek_num_layers
-from layerpick.errors import LayerRangeError
 from layerpick.export import job, static
 from layerpick.export.config import ExportConfig
 
@@ -54,24 +54,12 @@ def layer_name(k: int) -> str:
 def parse_layers(text: str) -> list[int]:
     """Comma-separated layers (as bench's `--layers`), sorted, repeats dropped; each at least 1 (an export keeps
     the first K blocks). The upper bound needs the model (`check_range`)."""
-    words = [part.strip() for part in str(text).split(",") if part.strip()]
-    try:
-        chosen = sorted({int(word) for word in words})
-    except ValueError:
-        raise job.ExportError(f"--layers must be comma-separated layers, e.g. 2,6,12 (got {text!r})") from None
-    if not chosen:
-        raise job.ExportError(f"--layers must be comma-separated layers, e.g. 2,6,12 (got {text!r})")
-    if chosen[0] < 1:
-        raise LayerRangeError(f"layer {chosen[0]} is out of range for --layers: an export keeps the first K "
-                              "blocks, 1 <= K <= the model's layer count")
-    return chosen
+    return parse_layer_list(text, first=1, grammar="comma-separated layers, e.g. 2,6,12", error=job.ExportError)
 
 
 def check_range(layers: Sequence[int], num_layers: int | None) -> None:
     """A one-line error for the first layer above the model's count (nothing to check when it is unknown)."""
-    bad = [k for k in layers if num_layers is not None and k > num_layers]
-    if bad:
-        raise LayerRangeError(f"layer {bad[0]} is out of range for --layers: this model has layers 1..{num_layers}")
+    check_layer_range(layers, 1, num_layers)
 
 
 def check_request(model: str, layers: str | Sequence[int], output: Path, config: ExportConfig,

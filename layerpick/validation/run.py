@@ -43,7 +43,8 @@ from layerpick.core.prompts import (
     parse_prompts,
     prompt_from_json,
 )
-from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
+from layerpick.errors import LayerpickError, ReportFormatError
+from layerpick.core.layer_list import check_layer_range, check_layer_syntax, parse_layer_list
 from layerpick.selection.frontier import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
@@ -230,41 +231,30 @@ def _failures(outcomes: list[TaskOutcome]) -> dict[str, str]:
     return {o.spec.name: o.failure for o in outcomes if o.failure}
 
 
+LAYER_WORDS = ("all", "last", "selected")
+LAYER_GRAMMAR = "all, selected, last or comma-separated integers"
+
+
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
     """'all' -> 0..L; 'selected' -> the select report's layer (`selected`) and the last; 'last' -> L; '3,5' or [3, 5] -> those;
     words and numbers mix ('selected,4,8'). Checked against 0..L."""
-    if isinstance(layers, str):
-        parts = [part.strip() for part in layers.split(",") if part.strip()]
-        if "all" in parts:
-            return list(range(num_layers + 1))
-        layers = [number for part in parts for number in _layer_word(part, num_layers, selected)]
-    chosen = sorted(set(layers))
-    bad = [k for k in chosen if not 0 <= k <= num_layers]
-    if bad or not chosen:
-        first = bad[0] if bad else "(none)"
-        raise LayerRangeError(f"layer {first} is out of range: this model has layers 0..{num_layers}")
-    return chosen
+    if not isinstance(layers, str):
+        return check_layer_range(sorted(set(layers)), 0, num_layers) if layers else \
+            parse_layer_list("", first=0, last=num_layers, grammar=LAYER_GRAMMAR)
+    words = {"all": lambda: range(num_layers + 1), "last": lambda: [num_layers],
+             "selected": lambda: _selected(selected, num_layers)}
+    return parse_layer_list(layers, first=0, last=num_layers, words=words, grammar=LAYER_GRAMMAR)
 
 
 def check_layer_words(layers: str) -> None:
     """The syntax of --layers, checked before any model is loaded (the range needs the model)."""
-    for part in (part.strip() for part in layers.split(",") if part.strip()):
-        if part not in ("all", "last", "selected"):
-            _layer_word(part, num_layers=0, selected=None)  # raises for anything but an integer
+    check_layer_syntax(layers, LAYER_WORDS, LAYER_GRAMMAR)
 
 
-def _layer_word(part: str, num_layers: int, selected: int | None) -> list[int]:
-    if part == "last":
-        return [num_layers]
-    if part == "selected":
-        if selected is None:
-            raise LayerpickError("--layers selected needs --report (a select report.json)")
-        return [selected, num_layers]
-    try:
-        return [int(part)]
-    except ValueError:
-        message = f"--layers must be all, selected, last or comma-separated integers (got {part!r})"
-        raise LayerpickError(message) from None
+def _selected(selected: int | None, num_layers: int) -> list[int]:
+    if selected is None:
+        raise LayerpickError("--layers selected needs --report (a select report.json)")
+    return [selected, num_layers]
 
 
 def results_root(output: Path) -> Path:
