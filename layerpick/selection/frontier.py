@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
+from layerpick._util.finite import is_finite
 from layerpick.errors import LayerpickError
 
 UNSUPERVISED, VALIDATED = "unsupervised", "validated"
@@ -24,7 +25,7 @@ class ChoiceError(LayerpickError):
 
 def frontier(quality: Sequence[float | None], speedup: Sequence[float], layers: Iterable[int]) -> list[int]:
     """The layers among `layers` (with a finite quality) that no other such layer dominates, ascending."""
-    scored = [k for k in layers if _finite(quality[k])]
+    scored = [k for k in layers if is_finite(quality[k])]
     return sorted(k for k in scored if not any(_dominates(j, k, quality, speedup) for j in scored if j != k))
 
 
@@ -91,7 +92,7 @@ def choose_validated(means: Sequence[float | None], layers: Iterable[int],
                      max_loss: float | None = None) -> ValidatedChoice:
     """The best layer by mean score (the shallowest on ties), or with `max_loss` the shallowest layer whose
     mean is within `max_loss` of the best; among `layers` >= 1 with a score."""
-    candidates = sorted(k for k in layers if k >= 1 and _finite(means[k]))
+    candidates = sorted(k for k in layers if k >= 1 and is_finite(means[k]))
     if not candidates:
         raise ChoiceError("no validated layer to choose from (no layer >= 1 has a mean task score)")
     best = max(candidates, key=lambda k: (means[k], -k))
@@ -110,7 +111,3 @@ def _loss(text: str | float) -> float:
         raise ChoiceError(f"--max-loss must be a non-negative number, an absolute mean-score loss such as 0.01 "
                           f"(got {text!r})")
     return value
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

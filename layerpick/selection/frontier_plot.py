@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from layerpick._util.finite import is_finite
+
 MARKS = {  # label -> (marker, colour)
     "unsupervised pick": ("s", "tab:green"),
     "validated pick": ("D", "tab:purple"),
@@ -36,7 +38,7 @@ def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float
                   on_frontier: Sequence[int], marks: Mapping[str, int | None], ylabel: str) -> None:
     """Every layer of `layers` with a quality as a point at (ideal speed-up, quality), labelled k; the
     frontier joined by a line; each named layer in `marks` circled in its own marker."""
-    points = [k for k in layers if _finite(quality[k])]
+    points = [k for k in layers if is_finite(quality[k])]
     axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=14, color="tab:blue", alpha=0.5,
                  label="layer")
     front = sorted(on_frontier, key=lambda k: speedup[k])
@@ -60,7 +62,7 @@ def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedu
     colours = plt.get_cmap("tab10")
     xs = []
     for index, (variant, quality) in enumerate(table.items()):
-        points = [k for k in layers if k < len(quality) and _finite(quality[k])]
+        points = [k for k in layers if k < len(quality) and is_finite(quality[k])]
         xs += [speedup[k] for k in points]
         axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=16, alpha=0.6,
                      color=colours(index % 10), label=variant)
@@ -71,7 +73,7 @@ def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedu
     axis.plot([speedup[k] for _, k in front], [table[v][k] for v, k in front], color="black", linewidth=1.2,
               marker="o", markersize=4, label="frontier (every pair)")
     for label, pair in marks.items():
-        if pair is not None and pair[0] in table and _finite(table[pair[0]][pair[1]]):
+        if pair is not None and pair[0] in table and is_finite(table[pair[0]][pair[1]]):
             _mark(axis, label, f"{label} ({pair[0]}, layer {pair[1]})", speedup[pair[1]], table[pair[0]][pair[1]])
     if xs:
         _speedup_x_axis(axis, xs, ylabel)
@@ -127,7 +129,3 @@ def add_speedup_axis(axis, speedup: Sequence[float], num_layers: int) -> None:
     top.set_xticks([k / num_layers for k in ticks])
     top.set_xticklabels([f"{value:.3g}x" for value in ticks.values()], fontsize=7)
     top.set_xlabel("ideal speed-up", fontsize=8)
-
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

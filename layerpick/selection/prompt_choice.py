@@ -9,9 +9,9 @@ templates, `rank:` ranks every pair, and a tolerance takes the smallest layer wi
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from layerpick._util.finite import is_finite
 from layerpick.errors import LayerpickError
 from layerpick.selection.rules import Rule, rule_objective, within_budget
 
@@ -51,7 +51,7 @@ def choose_pair(scores_by_prompt: dict[str, dict[str, list[float | None]]], rule
         range(0 if include_layer0 else 1, len(speedup)), speedup, min_speedup))
     candidates = [i for i, (_, k) in enumerate(pairs)
                   if (include_layer0 or k > 0) and (allowed is None or k in allowed)
-                  and all(_finite(flat[m][i]) for m in rule.metrics)]
+                  and all(is_finite(flat[m][i]) for m in rule.metrics)]
     if not candidates:
         raise LayerpickError(f"rule {rule} has no (prompt, layer) pair where all its metrics are defined")
     objective = rule_objective(flat, rule, candidates)
@@ -69,7 +69,3 @@ def _length(scores: dict[str, list[float | None]], rule: Rule) -> int:
     if missing:
         raise LayerpickError(f"rule needs metrics that were not computed: {', '.join(missing)}")
     return len(scores[rule.metrics[0]])
-
-
-def _finite(value) -> bool:
-    return value is not None and math.isfinite(value)

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from layerpick._util.finite import is_finite
 from layerpick.errors import LayerpickError
 from layerpick.metrics import get_metric
 
@@ -167,11 +168,7 @@ def _rank01(values: dict[int, float]) -> dict[int, float]:
 
 
 def _defined(scores, rule: Rule, k: int) -> bool:
-    return all(_finite(scores[m][k]) for m in rule.metrics)
-
-
-def _finite(value) -> bool:
-    return value is not None and math.isfinite(value)
+    return all(is_finite(scores[m][k]) for m in rule.metrics)
 
 
 def _num_layers(scores, rule: Rule) -> int:

@@ -6,10 +6,10 @@ over them all. matplotlib's Agg backend."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
+from layerpick._util.finite import is_finite
 from layerpick.selection.frontier_plot import (
     add_speedup_axis,
     draw_pair_frontier,
@@ -113,7 +113,7 @@ def _pair(entry: dict[str, Any] | None) -> tuple[str, int] | None:
 
 
 def _line(axis, values, depth: int, **style) -> None:
-    points = [(k / depth, v) for k, v in enumerate(values or []) if _finite(v)]
+    points = [(k / depth, v) for k, v in enumerate(values or []) if is_finite(v)]
     if points:
         axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", **{"markersize": 3, **style})
 
@@ -130,13 +130,9 @@ def _markers(axis, data: dict[str, Any], depth: int) -> None:
 
 
 def _min_max(values) -> list[float | None]:
-    finite = [v for v in values or [] if _finite(v)]
+    finite = [v for v in values or [] if is_finite(v)]
     if not finite:
         return []
     low, high = min(finite), max(finite)
     span = high - low
-    return [((v - low) / span if span else 0.5) if _finite(v) else None for v in values]
-
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return [((v - low) / span if span else 0.5) if is_finite(v) else None for v in values]

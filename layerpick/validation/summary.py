@@ -11,17 +11,19 @@ from typing import Any, Sequence
 
 from scipy.stats import spearmanr
 
+from layerpick._util.finite import is_finite
+
 
 def mean_by_layer(scores: dict[str, dict[int, float]], layers: Sequence[int], num_layers: int) -> list[float | None]:
     """Mean over the tasks scored at every evaluated layer (so each layer averages the same tasks)."""
-    complete = [by_layer for by_layer in scores.values() if all(_finite(by_layer.get(k)) for k in layers)]
+    complete = [by_layer for by_layer in scores.values() if all(is_finite(by_layer.get(k)) for k in layers)]
     return [sum(t[k] for t in complete) / len(complete) if complete and k in layers else None
             for k in range(num_layers + 1)]
 
 
 def best_layer(means: Sequence[float | None]) -> int | None:
     """The layer with the highest mean (the smallest such layer on ties); None when nothing was scored."""
-    scored = [(value, -k) for k, value in enumerate(means) if _finite(value)]
+    scored = [(value, -k) for k, value in enumerate(means) if is_finite(value)]
     return -max(scored)[1] if scored else None
 
 
@@ -32,7 +34,7 @@ def comparison(means: Sequence[float | None], selected: int | None, last: int, b
     chosen = _at(means, selected)
     for other in ("last", "best"):
         value = _at(means, layers[other])
-        out[f"selected_minus_{other}"] = chosen - value if _finite(chosen) and _finite(value) else None
+        out[f"selected_minus_{other}"] = chosen - value if is_finite(chosen) and is_finite(value) else None
     return out
 
 
@@ -41,7 +43,7 @@ def metric_correlations(scores: dict[str, list[float | None] | None], directions
     """Per metric: Spearman rho (and p) across the layers where both the metric and the mean exist."""
     out = {}
     for metric, values in scores.items():
-        pairs = [(v, m) for v, m in zip(values or [], means) if _finite(v) and _finite(m)]
+        pairs = [(v, m) for v, m in zip(values or [], means) if is_finite(v) and is_finite(m)]
         entry: dict[str, Any] = {"spearman": None, "p_value": None, "n_layers": len(pairs)}
         if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1 and len({p[1] for p in pairs}) > 1:
             rho, p_value = spearmanr([p[0] for p in pairs], [p[1] for p in pairs])
@@ -67,7 +69,3 @@ def clean(value: Any) -> Any:
 
 def _at(values: Sequence[float | None], k: int | None) -> float | None:
     return values[k] if k is not None and 0 <= k < len(values) else None
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
