@@ -45,7 +45,7 @@ from layerpick.bench.config import BenchConfig  # noqa: E402
 from layerpick.bench.cuts import CutsPlan, run_cuts  # noqa: E402
 from layerpick.core.collect import CollectConfig  # noqa: E402
 from layerpick.core.cost import LayerCosts  # noqa: E402
-from layerpick.selection.frontier import choose_validated, frontier  # noqa: E402
+from layerpick.frontier.choice import choose_validated, frontier  # noqa: E402
 from layerpick.selection.job import SelectConfig, run_select  # noqa: E402
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule  # noqa: E402
 from layerpick.validation.config import ValidateConfig  # noqa: E402

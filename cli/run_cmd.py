@@ -16,7 +16,7 @@ from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.job import SelectConfig, default_output
 from layerpick.workflow.report import RUN_REPORT_PAGE
 from layerpick.workflow.run import RunConfig, RunResult, run_workflow, speedup_summary

@@ -22,7 +22,7 @@ from layerpick.cli import options as opt
 from layerpick.core import registry
 from layerpick.core.cost import LayerCosts
 from layerpick.core.models import LoadOptions
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.validation.picks import frontier_table, picks_lines
 
 TASKS_HELP = (

@@ -61,7 +61,7 @@ def _static_line(row: StaticRow, scored: bool) -> str:
 
 
 def plot_cuts(result: CutsResult, path: Path) -> Path:
-    from layerpick.selection.frontier_plot import pyplot
+    from layerpick.frontier.plot import pyplot
 
     plt = pyplot()
     scored = result.full_validated_score is not None

@@ -22,7 +22,7 @@ from layerpick.core.models import LoadOptions, load_model
 from layerpick.core.prompts import DEFAULT_PROMPT, parse_prompts
 from layerpick.errors import LayerpickError
 from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
-from layerpick.selection.frontier import frontier
+from layerpick.frontier.choice import frontier
 from layerpick.selection.prompt_choice import choose_pair
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none

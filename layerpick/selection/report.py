@@ -135,7 +135,7 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
     """Each metric against relative depth k/L, one panel per metric, the chosen layer marked, the ideal
     speed-up on a top axis; a last panel with the rule's objective against the ideal speed-up (the
     unsupervised frontier)."""
-    from layerpick.selection.frontier_plot import (
+    from layerpick.frontier.plot import (
         add_speedup_axis,
         draw_frontier,
         pyplot,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 layer the unsupervised rule and the validated choice (`--choose validated`, `--max-loss X`) take.
 
 Pure: built from the mean task score by layer, the per-layer cost (`layerpick.core.cost`), the select
-report's pick and the choice options (`layerpick.selection.frontier`).
+report's pick and the choice options (`layerpick.frontier.choice`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.core.cost import LayerCosts
-from layerpick.selection.frontier import (
+from layerpick.frontier.choice import (
     ChoiceError,
     ChoiceOptions,
     choose_validated,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.finite import is_finite
-from layerpick.selection.frontier_plot import (
+from layerpick.frontier.plot import (
     add_speedup_axis,
     draw_pair_frontier,
     plot_frontier,

@@ -45,7 +45,7 @@ from layerpick.core.prompts import (
 )
 from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.core.layer_list import check_layer_range, check_layer_syntax, parse_layer_list
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation import summary

@@ -44,7 +44,7 @@ from layerpick.core.prompts import parse_prompts, prompt_from_json
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import export_model
 from layerpick.export.model_card import annotate_export
-from layerpick.selection.frontier import ChoiceError, ChoiceOptions
+from layerpick.frontier.choice import ChoiceError, ChoiceOptions
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.selection.job import SelectConfig, run_select, select_fit_texts

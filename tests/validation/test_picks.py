@@ -5,7 +5,7 @@ import json
 import pytest
 
 from layerpick.core.cost import LayerCosts, layer_costs
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.picks import frontier_section
 from tests.testkit.tasks import ALL_KINDS

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from layerpick.selection.frontier_plot import draw_pair_frontier, pyplot
+from layerpick.frontier.plot import draw_pair_frontier, pyplot
 from layerpick.validation.plot import draw_scores, plot_frontier_png
 from layerpick.validation.picks import pair_frontier_section
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.core.cost import LayerCosts
 
 SPEEDUP = [100.0, 4.0, 2.0, 1.0]

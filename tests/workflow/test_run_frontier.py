@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from layerpick.bench.run import BenchConfig
-from layerpick.selection.frontier import ChoiceOptions
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.job import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow

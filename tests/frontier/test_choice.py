@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from layerpick.errors import LayerpickError
-from layerpick.selection.frontier import (
+from layerpick.frontier.choice import (
     ChoiceError,
     ChoiceOptions,
     choose_validated,

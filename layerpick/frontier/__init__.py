@@ -1,0 +1,3 @@
+"""The quality-speed frontier, which select, validate, bench and run all draw on: `choice` (which layers are on
+the frontier, and the choices made on it from validated scores: `ChoiceOptions`, `--choose`, `--max-loss`) and
+`plot` (the matplotlib figures of layers against speed-up). No stage owns it; each imports it."""
