@@ -38,7 +38,7 @@ def collect(
     """
     interrupt.final_output(output)  # None without --output: nothing is written
     result = collect_layers(
-        model or registry.DEFAULT_MODEL,
+        registry.model_or_default(model),
         load,
         calibration=calibration, field=field, limit=limit, seed=seed, pooling=pooling,
         representation=representation, batch_size=batch_size, max_length=max_length, progress=not quiet,

@@ -66,9 +66,9 @@ def export(
                           prompt=prompt, transform=transform, fit_texts=fit_texts, static_dims=static_dims)
     interrupt.final_output(output)  # once the export is in place, the command has succeeded
     if layers is not None:
-        _export_layers(model or registry.DEFAULT_MODEL, layer, layers, output, config, load)
+        _export_layers(registry.model_or_default(model), layer, layers, output, config, load)
         return
-    result = export_model(model or _model_from_report(report) or registry.DEFAULT_MODEL, layer, output, config,
+    result = export_model(registry.model_or_default(model or _model_from_report(report)), layer, output, config,
                           load_options=load)
     _render(result)
 

@@ -61,7 +61,7 @@ def run(
 
     Example: layerpick run smollm2-135m --tasks STSBenchmark,tasks/BIOSSES --limit 256 --output runs/smollm2
     """
-    name = model or registry.DEFAULT_MODEL
+    name = registry.model_or_default(model)
     from layerpick.validation import split_items  # mteb-free until a command runs
 
     items = tuple(item for value in tasks or [] for item in split_items(value))

@@ -41,7 +41,7 @@ def select(
 
     Example: layerpick select smollm2-135m --limit 256 --output layerpick-out/smollm2
     """
-    name = model or registry.DEFAULT_MODEL
+    name = registry.model_or_default(model)
     interrupt.final_output(output or default_output(name))  # the report's files are committed into it last
     report, written = select_and_write(name, load, selection, output)
     if as_json:

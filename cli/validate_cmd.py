@@ -99,7 +99,7 @@ def validate(
         batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
         task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt, transform=transform,
         fit_texts=fit_texts)
-    source = None if exported and model is None else (model or registry.DEFAULT_MODEL)
+    source = None if exported and model is None else registry.model_or_default(model)
     interrupt.final_output(validation.validation_output(source, config) / VALIDATION_FILE)  # written last
     result = validation.run_validation(source, items, config, load_options=load)
     if as_json:

@@ -102,6 +102,11 @@ ENTRIES: dict[str, RegistryEntry] = {
 DEFAULT_MODEL = os.environ.get("LAYERPICK_MODEL", "smollm2-135m")
 
 
+def model_or_default(name: str | None) -> str:
+    """`name`, else the default model: the one place a command given no model resolves it."""
+    return name or DEFAULT_MODEL
+
+
 def hub_id(alias: str) -> str | None:
     entry = ENTRIES.get(alias)
     return entry.hub_id if entry else None
