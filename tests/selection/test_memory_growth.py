@@ -2,7 +2,8 @@
 
 One tiny random 12-block Llama runs the same select (token-level metrics included) on 32 and on 256 long texts,
 each in a fresh process: the growth of peak RSS between the two must stay far below what keeping every layer's
-token states of the extra texts would take, because the pass keeps only pooled states (13 x texts x hidden)."""
+token states of the extra texts would take, because the pass keeps only pooled states (13 x texts x hidden).
+The same holds for depth: a 24-block model against a 4-block one on the same 256 texts."""
 
 from __future__ import annotations
 
@@ -43,9 +44,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _select_growth(texts: int, work) -> dict:
+def _select_growth(texts: int, work, layers: int = LAYERS) -> dict:
     work.mkdir()
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(LAYERS), str(texts), str(TOKENS), str(HIDDEN),
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(layers), str(texts), str(TOKENS), str(HIDDEN),
                            str(BATCH), str(work)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -59,3 +60,18 @@ def test_peak_memory_of_select_does_not_grow_with_depth_times_texts_times_tokens
     pooled = (LAYERS + 1) * (MANY - FEW) * HIDDEN * 4  # their pooled states: 1.4 MB
     extra = many["growth"] - few["growth"]
     assert extra < pooled + 40 * 2**20 < token_states / 4, (extra / 2**20, token_states / 2**20)
+
+
+SHALLOW, DEEP = 4, 24
+
+
+@pytest.mark.slow
+def test_peak_memory_of_select_grows_with_depth_by_the_pooled_states_not_the_token_states(tmp_path):
+    shallow = _select_growth(MANY, tmp_path / "shallow", SHALLOW)
+    deep = _select_growth(MANY, tmp_path / "deep", DEEP)
+    assert (shallow["layers"], deep["layers"]) == (SHALLOW, DEEP)
+    token_states = (DEEP - SHALLOW) * MANY * TOKENS * HIDDEN * 4  # the extra layers' token states: 335 MB
+    # what the extra layers may add: their weights (~0.6 MB a block), pooled states (0.13 MB a layer) and one
+    # batch's captured states (0.5 MB a layer, a few copies): well under 60 MB
+    extra = deep["growth"] - shallow["growth"]
+    assert extra < 60 * 2**20 < token_states / 4, (extra / 2**20, token_states / 2**20)
