@@ -48,8 +48,8 @@ from layerpick.bench.statics import StaticPeer, StaticRow, check_statics, static
 from layerpick.bench.statics import notes as static_notes
 from layerpick.bench.timing import split_batches, time_side_by_side
 from layerpick.core import surgery
-from layerpick.core.layer_list import parse_layer_list
 from layerpick.core.cost import LayerCosts, layer_costs_for_config
+from layerpick.core.layer_list import parse_layer_list
 from layerpick.core.models import LoadOptions
 
 logger = logging.getLogger(__name__)

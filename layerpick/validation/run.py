@@ -34,6 +34,7 @@ from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
+from layerpick.core.layer_list import check_layer_syntax, parse_layer_list
 from layerpick.core.models import LoadOptions
 from layerpick.core.fit_texts import expand_auto, prepare_fit, report_fit_source
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
@@ -44,7 +45,6 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, ReportFormatError
-from layerpick.core.layer_list import check_layer_range, check_layer_syntax, parse_layer_list
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
@@ -238,12 +238,10 @@ LAYER_GRAMMAR = "all, selected, last or comma-separated integers"
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
     """'all' -> 0..L; 'selected' -> the select report's layer (`selected`) and the last; 'last' -> L; '3,5' or [3, 5] -> those;
     words and numbers mix ('selected,4,8'). Checked against 0..L."""
-    if not isinstance(layers, str):
-        return check_layer_range(sorted(set(layers)), 0, num_layers) if layers else \
-            parse_layer_list("", first=0, last=num_layers, grammar=LAYER_GRAMMAR)
+    text = layers if isinstance(layers, str) else ",".join(map(str, layers))
     words = {"all": lambda: range(num_layers + 1), "last": lambda: [num_layers],
              "selected": lambda: _selected(selected, num_layers)}
-    return parse_layer_list(layers, first=0, last=num_layers, words=words, grammar=LAYER_GRAMMAR)
+    return parse_layer_list(text, first=0, last=num_layers, words=words, grammar=LAYER_GRAMMAR)
 
 
 def check_layer_words(layers: str) -> None:
