@@ -244,7 +244,7 @@ def select_1b(work: Path) -> dict:
             "timings": report.get("timings")}
 
 
-def run_child(part: str, work: Path, *extra: str) -> list[dict]:
+def run_child(part: str, work: Path, *extra: str) -> dict:
     done = subprocess.run([sys.executable, __file__, "--child", part, "--work", str(work), *extra],
                           capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
@@ -262,9 +262,9 @@ def child(part: str, work: Path, extra: list[str]) -> None:
 
 
 def machine() -> str:
-    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-             if line.startswith("model name")]
-    flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    flags = next((line for line in lines if line.startswith("flags")), "")
     amx = " with AMX bf16" if "amx_bf16" in flags else ""
     return f"{os.cpu_count()} cores of {names[0] if names else platform.processor() or 'a CPU'}{amx}"
 

@@ -60,7 +60,7 @@ def forward_growth(rows: list[dict], params: dict) -> list[str]:
              if (r["model"], r["dtype"], r["tokens"]) == ("bert-base", "float32", 32)]
     lines = [f"in texts N (bert-base, float32, T = 32, N {texts[0][0]}-{texts[-1][0]}): "
              f"**N^{slope(texts):.2f}**"]
-    for model, dtype in {(r["model"], r["dtype"]) for r in rows}:
+    for model, dtype in sorted({(r["model"], r["dtype"]) for r in rows}):
         lengths = sorted((r["tokens"], r["seconds"]) for r in rows
                          if (r["model"], r["dtype"], r["texts"]) == (model, dtype, 32))
         if len(lengths) > 1:
