@@ -46,7 +46,8 @@ from layerpick.bench.cuts import CutsPlan, run_cuts  # noqa: E402
 from layerpick.core.collect import CollectConfig  # noqa: E402
 from layerpick.core.cost import LayerCosts  # noqa: E402
 from layerpick.frontier.choice import choose_validated, frontier  # noqa: E402
-from layerpick.selection.job import SelectConfig, run_select  # noqa: E402
+from layerpick.selection.config import SelectConfig  # noqa: E402
+from layerpick.selection.job import run_select
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule  # noqa: E402
 from layerpick.validation.config import ValidateConfig  # noqa: E402
 from layerpick.validation.run import run_validation  # noqa: E402

@@ -46,7 +46,8 @@ def installed_models() -> list[str]:
 def pick_row(model: str, folders: list[str], device: str, dtype: str, work: Path) -> dict:
     """Select and validate `model` on `device` in `dtype`; a one-line layerpick error (float16 overflow) is a
     row, not a crash."""
-    from layerpick.selection.job import SelectConfig, run_select
+    from layerpick.selection.config import SelectConfig
+    from layerpick.selection.job import run_select
     from layerpick.validation.config import ValidateConfig
     from layerpick.validation.run import run_validation
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from scipy.stats import spearmanr
 
 from layerpick.core.collect import CollectConfig
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.config import SelectConfig
+from layerpick.selection.job import run_select
 from layerpick.selection.rules import choose_layer, parse_rule
 from layerpick.validation.config import ValidateConfig
 from layerpick.validation.run import run_validation

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from benchmarks.rule_evidence import TASKS, task_folders
 from layerpick.core.collect import CollectConfig
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.config import SelectConfig
+from layerpick.selection.job import run_select
 from layerpick.selection.report import chosen_variant
 from layerpick.selection.rules import DEFAULT_RULE, choose_layer, parse_rule
 from layerpick.validation.config import ValidateConfig

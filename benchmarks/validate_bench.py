@@ -31,7 +31,7 @@ import torch
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
-from layerpick.export.job import resolve_max_seq_length
+from layerpick.core.models import resolve_max_seq_length
 from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.encoder import LayerEncoder, layer_model_meta
 from layerpick.validation.run import single_threaded_blas

@@ -1,7 +1,11 @@
-"""Option aliases shared by the commands (`Annotated` types), each also read from a LAYERPICK_* variable."""
+"""Option aliases shared by the commands (`Annotated` types, each declared once here and used by every command
+that has the option), each also read from a LAYERPICK_* variable; and `default`, where every option that sets a
+config field takes its default from that config's dataclass (the one source of the defaults).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from pathlib import Path
@@ -9,19 +13,51 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from layerpick.core.collect import CollectConfig
+from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
 from layerpick.core.transform import DEFAULT_TRANSFORM
-from layerpick.selection.job import ALL_METRICS, DEFAULT_LIMIT, SelectConfig
-from layerpick.selection.rules import DEFAULT_RULE
-from layerpick.selection.scoring import DEFAULT_VIEWS, ScoringConfig
+from layerpick.selection.config import SelectConfig
+
+
+def default(source: Any, path: str) -> Any:
+    """The default of field `path` of the dataclass `source` (`default(SelectConfig, "batch_size")`), where a
+    dotted path reads a field of a field's default (`"collect.batch_size"`: the batch size of
+    `SelectConfig().collect`); for a function, the default of its parameter `path`. The CLI's options take
+    their defaults from here, so changing a default in the dataclass changes the CLI."""
+    head, _, rest = path.partition(".")
+    if dataclasses.is_dataclass(source):
+        fields = {field.name: field for field in dataclasses.fields(source)}
+        if head not in fields:
+            raise AttributeError(f"{source.__name__} has no field {head!r}")
+        field = fields[head]
+        if field.default is not dataclasses.MISSING:
+            value = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            value = field.default_factory()
+        else:
+            raise TypeError(f"{source.__name__}.{head} has no default")
+    else:
+        parameter = inspect.signature(source).parameters[head]
+        if parameter.default is inspect.Parameter.empty:
+            raise TypeError(f"{source.__name__}({head}) has no default")
+        value = parameter.default
+    for name in rest.split(".") if rest else ():
+        value = getattr(value, name)
+    return value
+
+
+def sizes_text(sizes: tuple[int, ...]) -> str:
+    """Batch sizes as an option takes them: `(1, 32)` -> "1,32" (`parse_sizes` reads it back)."""
+    return ",".join(str(size) for size in sizes)
+
 
 ModelArg = Annotated[
     Optional[str],
     typer.Argument(help="Registry alias, local directory, .gguf file or hub id.", envvar="LAYERPICK_MODEL",
-                   show_default="smollm2-135m"),
+                   show_default=registry.DEFAULT_MODEL),
 ]
+
 Revision = Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).", envvar="LAYERPICK_REVISION")]
 Dtype = Annotated[str, typer.Option(help="float32, bfloat16 or float16.", envvar="LAYERPICK_DTYPE")]
 Device = Annotated[str, typer.Option(help="cpu, cuda, mps or auto (the GPU when there is one, else the CPU).",
@@ -51,8 +87,11 @@ Field = Annotated[Optional[str], typer.Option(help="JSONL field holding the text
 Limit = Annotated[Optional[int], typer.Option(help="Use a seeded sample of N texts (a number above the set's size "
                                                    "keeps every text).", envvar="LAYERPICK_LIMIT")]
 Seed = Annotated[int, typer.Option(help="Seed for sampling and augmentations.", envvar="LAYERPICK_SEED")]
-BatchSize = Annotated[int, typer.Option(help="Texts per forward batch.", envvar="LAYERPICK_BATCH_SIZE")]
-MaxLength = Annotated[int, typer.Option(help="Truncate texts to this many tokens.", envvar="LAYERPICK_MAX_LENGTH")]
+BatchSize = Annotated[int, typer.Option(help="Texts per forward batch (serve: the most the worker embeds in one "
+                                             "batch).", envvar="LAYERPICK_BATCH_SIZE")]
+MaxLength = Annotated[Optional[int], typer.Option(
+    help="Truncate texts to this many tokens (validate's default: the model's sentence-transformers setting, "
+         "else 512).", envvar="LAYERPICK_MAX_LENGTH")]
 Pooling = Annotated[Optional[str], typer.Option(help="mean, lasttoken or cls (default: the family's; lasttoken with a prompt template).",
                                                 envvar="LAYERPICK_POOLING")]
 Representation = Annotated[
@@ -79,41 +118,54 @@ Views = Annotated[int, typer.Option(help="Augmented views per text for dime/info
 PROMPT_HELP = ("a built-in name (" + ", ".join(f"{name}: {template}" for name, template in BUILTIN_TEMPLATES.items())
                + "), none (plain text), or a template with one {text}")
 Prompt = Annotated[Optional[str], typer.Option(
-    "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}. With a template, last-token pooling is the default. Default: none (export: the report's).",
-    envvar="LAYERPICK_PROMPT")]
-Prompts = Annotated[Optional[str], typer.Option(
-    "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}; or several names, comma-separated "
-    "(none,eol,sum), to score every (template, layer) pair. With a template, last-token pooling is the default. "
-    f"Default: {DEFAULT_PROMPT}.", envvar="LAYERPICK_PROMPT")]
+    "--prompt", help=f"Prompt template each text is wrapped in: {PROMPT_HELP}. select, run and validate also take "
+    "several names, comma-separated (none,eol,sum), and score every (template, layer) pair side by side. With a "
+    f"template, last-token pooling is the default. Default for select and run: {DEFAULT_PROMPT}; for export and "
+    "validate: the --report's template, else none; for collect: none.", envvar="LAYERPICK_PROMPT")]
 TRANSFORM_HELP = ("auto (none for a trained sentence embedder; for other models none and whiten-256 side by "
                   "side, the rule choosing), none, center, whiten (every direction the fit set supports), whiten-D (the top D principal "
                   "directions, unit variance), abtt or abtt-K (remove the mean and the top K directions)")
 Transform = Annotated[Optional[str], typer.Option(
-    "--transform", help=f"Post-pooling transform, fitted at the layer on the fit texts and shipped as a Dense module: "
-    f"{TRANSFORM_HELP}. Default: none (with --report: the report's).", envvar="LAYERPICK_TRANSFORM")]
-Transforms = Annotated[Optional[str], typer.Option(
-    "--transform", help=f"Post-pooling transform fitted per layer on the fit texts: {TRANSFORM_HELP}; or several, "
-    f"comma-separated (none,whiten-256), to score every (transform, layer) pair side by side. Default: "
-    f"{DEFAULT_TRANSFORM}.", envvar="LAYERPICK_TRANSFORM")]
+    "--transform", help=f"Post-pooling transform fitted per layer on the fit texts (export: at the exported layer, "
+    f"shipped as a Dense module): {TRANSFORM_HELP}. select, run and validate also take several, comma-separated "
+    f"(none,whiten-256), and score every (transform, layer) pair side by side. Default for select and run: "
+    f"{DEFAULT_TRANSFORM}; for export and validate: the --report's, else none.", envvar="LAYERPICK_TRANSFORM")]
 FitTexts = Annotated[Optional[str], typer.Option(
     "--fit-texts", help="Unlabelled texts the transform is fitted on (a text file, JSONL or task folder, e.g. the "
     "documents you will embed). Default: the calibration set (every text of it).", envvar="LAYERPICK_FIT_TEXTS")]
+Normalize = Annotated[Optional[bool], typer.Option(
+    "--normalize/--no-normalize", help="Unit-length (L2-normalised) embeddings, or raw pooled ones (default: as "
+    "the model's own sentence-transformers pipeline; raw for other models).")]
+TASKS_HELP = (
+    "MTEB task names, MTEB benchmark names, or task folders; comma-separated or repeated (a path that exists "
+    "is taken whole, commas and all). A folder named after "
+    "an MTEB task (e.g. data/STSBenchmark) runs that task on the folder's data, offline; any other folder is a "
+    "custom task of the kind its files imply: test.jsonl with text+label (and train.jsonl), sentence1+sentence2+"
+    "score (STS), sentence1+sentence2+label (pair classification), sentences+labels per line (clustering), or "
+    "corpus.jsonl+queries.jsonl+qrels.tsv (retrieval). validate needs at least one; run without any validates "
+    "nothing."
+)
+Tasks = Annotated[Optional[list[str]], typer.Option("--tasks", "-t", help=TASKS_HELP, envvar="LAYERPICK_TASKS")]
+TaskData = Annotated[Optional[list[Path]], typer.Option(
+    "--task-data", help="Folder holding task folders named after MTEB tasks; used instead of the hub (offline).",
+    envvar="LAYERPICK_TASK_DATA")]
+Backend = Annotated[str, typer.Option(
+    help="What runs the model: torch, onnx or onnx-int8 (an export's ONNX graphs, through onnxruntime; bench: "
+         "the export, the full model always runs on torch).")]
 Output = Annotated[Optional[Path], typer.Option(help="Output directory.")]
+Json = Annotated[bool, typer.Option(
+    "--json", help="Print the result as JSON on stdout and nothing else (select: report.json, validate: "
+    "validation.json, compare: compare.json, bench: the result object, run: a summary object).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]
 Threads = Annotated[Optional[int], typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).",
                                                 envvar="LAYERPICK_THREADS")]
 
 
-LOAD_OPTIONS = {  # parameter -> (option, default): how every model-loading command loads its model
-    "revision": (Revision, None),
-    "dtype": (Dtype, "float32"),
-    "device": (Device, "auto"),
-    "device_map": (DeviceMap, None),
-    "max_memory": (MaxMemory, None),
-    "trust_remote_code": (TrustRemoteCode, False),
-    "allow_pickle": (AllowPickle, False),
-    "gguf_file": (GgufFile, None),
-}
+# parameter -> option: how every model-loading command loads its model (each a `LoadOptions` field of that name)
+LOAD_ALIASES = {"revision": Revision, "dtype": Dtype, "device": Device, "device_map": DeviceMap,
+                "max_memory": MaxMemory, "trust_remote_code": TrustRemoteCode, "allow_pickle": AllowPickle,
+                "gguf_file": GgufFile}
+LOAD_OPTIONS = {name: (option, default(LoadOptions, name)) for name, option in LOAD_ALIASES.items()}
 
 
 def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], Any]) -> Callable:
@@ -123,8 +175,8 @@ def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], A
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
         own = [p for p in signature.parameters.values() if p.name != parameter]
-        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-                 for name, (annotation, default) in options.items()]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value, annotation=annotation)
+                 for name, (annotation, value) in options.items()]
 
         @functools.wraps(command)
         def wrapper(**kwargs):
@@ -137,36 +189,41 @@ def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], A
     return decorate
 
 
-SELECT_OPTIONS = {  # parameter -> (option, default): how `select` and `run` score layers and choose one
-    "calibration": (Calibration, None),
-    "field": (Field, None),
-    "limit": (Limit, DEFAULT_LIMIT),
-    "metrics": (Metrics, ALL_METRICS),
-    "rule": (Rule, DEFAULT_RULE),
-    "tolerance": (Tolerance, 0.0),
-    "min_speedup": (MinSpeedup, None),
-    "include_layer0": (IncludeLayer0, False),
-    "representation": (Representation, "exported"),
-    "pooling": (Pooling, None),
-    "batch_size": (BatchSize, 16),
-    "max_length": (MaxLength, 512),
-    "views": (Views, DEFAULT_VIEWS),
-    "alpha": (Alpha, 1.0),
-    "seed": (Seed, 0),
-    "prompt": (Prompts, None),
-    "transform": (Transforms, None),
-    "fit_texts": (FitTexts, None),
+SELECT_FIELDS = {  # parameter -> (option, its SelectConfig field): how `select` and `run` score layers and choose
+    "calibration": (Calibration, "calibration"),
+    "field": (Field, "field"),
+    "limit": (Limit, "limit"),
+    "metrics": (Metrics, "metrics"),
+    "rule": (Rule, "rule"),
+    "tolerance": (Tolerance, "tolerance"),
+    "min_speedup": (MinSpeedup, "min_speedup"),
+    "include_layer0": (IncludeLayer0, "include_layer0"),
+    "representation": (Representation, "collect.representation"),
+    "pooling": (Pooling, "collect.pooling"),
+    "batch_size": (BatchSize, "collect.batch_size"),
+    "max_length": (MaxLength, "collect.max_length"),
+    "views": (Views, "scoring.views"),
+    "alpha": (Alpha, "scoring.alpha"),
+    "seed": (Seed, "scoring.seed"),
+    "prompt": (Prompt, "prompt"),
+    "transform": (Transform, "transform"),
+    "fit_texts": (FitTexts, "fit_texts"),
 }
+SELECT_OPTIONS = {name: (option, default(SelectConfig, path)) for name, (option, path) in SELECT_FIELDS.items()}
 
 
 def select_config(values: dict, progress: bool) -> SelectConfig:
-    collect = CollectConfig(values["pooling"], values["representation"], values["batch_size"], values["max_length"],
-                            progress=progress)
+    """The `SelectConfig` of the SELECT_FIELDS' values (what they leave out: `SelectConfig()`'s)."""
+    collect = dataclasses.replace(default(SelectConfig, "collect"), pooling=values["pooling"],
+                                  representation=values["representation"], batch_size=values["batch_size"],
+                                  max_length=values["max_length"], progress=progress)
+    scoring = dataclasses.replace(default(SelectConfig, "scoring"), alpha=values["alpha"], views=values["views"],
+                                  seed=values["seed"])
     return SelectConfig(calibration=values["calibration"], field=values["field"], limit=values["limit"],
                         metrics=values["metrics"], rule=values["rule"], tolerance=values["tolerance"],
                         min_speedup=values["min_speedup"], include_layer0=values["include_layer0"], collect=collect,
-                        scoring=ScoringConfig(alpha=values["alpha"], views=values["views"], seed=values["seed"]),
-                        prompt=values["prompt"], transform=values["transform"], fit_texts=values["fit_texts"])
+                        scoring=scoring, prompt=values["prompt"], transform=values["transform"],
+                        fit_texts=values["fit_texts"])
 
 
 # The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.

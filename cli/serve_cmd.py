@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from layerpick.cli import options as opt
+from layerpick.cli.options import default
 from layerpick.serve.config import ServeConfig
 from layerpick.serve.server import EmbeddingServer
 from layerpick.serve.server import serve as run_server
@@ -16,24 +17,26 @@ from layerpick.serve.server import serve as run_server
 def serve(
     directory: Annotated[Path, typer.Argument(help="A sentence-transformers directory (e.g. `layerpick export`'s).")],
     host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.",
-                                      envvar="LAYERPICK_HOST")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")] = 8080,
-    max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")] = 256,
-    max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")] = 8192,
-    batch_size: Annotated[int, typer.Option(help="Most texts the worker embeds in one batch.",
-                                            envvar="LAYERPICK_BATCH_SIZE")] = 32,
-    max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = 5.0,
-    device: opt.Device = "auto",
+                                      envvar="LAYERPICK_HOST")] = default(ServeConfig, "host"),
+    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")]
+    = default(ServeConfig, "port"),
+    max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")]
+    = default(ServeConfig, "max_inputs"),
+    max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")]
+    = default(ServeConfig, "max_chars"),
+    batch_size: opt.BatchSize = default(ServeConfig, "batch_size"),
+    max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")]
+    = default(ServeConfig, "max_wait_ms"),
+    device: opt.Device = default(ServeConfig, "device"),
     model_name: Annotated[Optional[str], typer.Option(
         help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
-    = None,
+    = default(ServeConfig, "model_name"),
     strict_model: Annotated[bool, typer.Option(
         "--strict-model", help="Refuse (404) a request whose `model` is not the served model's name; without it any "
-        "`model` is answered, and every response names the served model.", envvar="LAYERPICK_STRICT_MODEL")] = False,
-    threads: opt.Threads = None,
-    backend: Annotated[str, typer.Option(
-        help="What runs the model: torch, onnx or onnx-int8 (an export's ONNX graphs, through onnxruntime).")
-    ] = "torch",
+        "`model` is answered, and every response names the served model.", envvar="LAYERPICK_STRICT_MODEL")]
+    = default(ServeConfig, "strict_model"),
+    threads: opt.Threads = default(ServeConfig, "threads"),
+    backend: opt.Backend = default(ServeConfig, "backend"),
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
     after the requests in flight are answered.

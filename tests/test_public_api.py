@@ -1,9 +1,12 @@
-"""Public paths keep working: the console script, `from layerpick import ...`, every import the README's Python
-API section shows, the paths it showed before the stage packages, and module paths named inside strings."""
+"""Public paths keep working: the console script, `from layerpick import ...`, one verb per stage with one
+argument pattern, every import the README's Python API section shows, and module paths named inside strings."""
 
 import ast
 import importlib
+import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,21 +15,23 @@ import tomllib
 import layerpick
 
 ROOT = Path(__file__).resolve().parents[1]
-# The README's Python API imports before the package-per-stage layout; code written against them must still run.
-EARLIER_IMPORTS = [
-    "from layerpick import CollectConfig, LoadOptions, collect, load_calibration, load_model",
-    "from layerpick.select_run import SelectConfig, run_select",
-    "from layerpick.validation import run_validation",
-    "from layerpick.export import export_model",
-    "from layerpick.workflow import RunConfig, run_workflow",
-]
+VERBS = ("select", "validate", "export", "bench", "run", "compare", "serve")
+TOP_LEVEL = ("select", "validate", "run")  # the others share a name with their stage's package (see __init__)
+CONFIGS = {"select": "SelectConfig", "validate": "ValidateConfig", "export": "ExportConfig", "bench": "BenchConfig",
+           "run": "RunConfig", "serve": "ServeConfig"}  # compare has no settings beyond its inputs and output
+KEYWORDS = {"load", "output", "overwrite", "progress"}
+
+
+def readme_api_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Python API"):]
+    section = section[:section.index("\n## ", 3)]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
 def readme_api_imports() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python API"):]
-    block = section[section.index("```python"):section.index("```", section.index("```python") + 3)]
-    return [line for line in block.splitlines() if line.startswith(("from layerpick", "import layerpick"))]
+    return [line for block in readme_api_blocks() for line in block.splitlines()
+            if line.startswith(("from layerpick", "import layerpick"))]
 
 
 def run_import(statement: str) -> None:
@@ -37,12 +42,46 @@ def run_import(statement: str) -> None:
 
 
 def test_readme_shows_imports():
-    assert len(readme_api_imports()) >= 5
+    assert len(readme_api_imports()) >= 4
 
 
-@pytest.mark.parametrize("statement", readme_api_imports() + EARLIER_IMPORTS)
+def test_readme_shows_the_verbs_first():
+    first = readme_api_blocks()[0]
+    for verb in VERBS:
+        if verb != "serve":  # serve blocks until stopped: the section names it in words
+            assert re.search(rf"\b{verb}\(", first), verb
+
+
+@pytest.mark.parametrize("statement", readme_api_imports())
 def test_import_paths_work(statement):
     run_import(statement)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_one_verb_per_stage_with_one_argument_pattern(verb):
+    """What is worked on, then the stage's config; everything else keyword-only, with the same names everywhere."""
+    from layerpick import verbs
+
+    function = getattr(verbs, verb)
+    assert function.__module__ == "layerpick.verbs" and verb in verbs.__all__
+    if verb in TOP_LEVEL:
+        assert verb in layerpick.__all__ and getattr(layerpick, verb) is function
+    parameters = list(inspect.signature(function).parameters.values())
+    positional = [p for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    keywords = {p.name for p in parameters if p.kind is p.KEYWORD_ONLY}
+    assert len(positional) == (2 if verb in CONFIGS else 1), positional
+    if verb in CONFIGS:
+        assert positional[1].name == "config" and CONFIGS[verb] in str(positional[1].annotation)
+        assert getattr(layerpick, CONFIGS[verb]).__name__ == CONFIGS[verb]
+    assert keywords <= KEYWORDS, keywords - KEYWORDS
+    if verb != "serve":
+        assert "output" in keywords
+    assert len(parameters) == len(positional) + len(keywords)
+
+
+def test_the_verbs_do_not_import_torch():
+    code = "import sys, layerpick; layerpick.select; layerpick.run; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_every_public_name_of_the_package():

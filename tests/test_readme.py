@@ -1,6 +1,7 @@
 """The README's commands cannot drift from the code.
 
-1. Every `layerpick ...` command line in the README's code blocks names a real command and real options.
+1. Every `layerpick ...` command line in the code blocks of the README and of the pages under docs/ names a real
+   command and real options.
 2. The bash blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They are the
    walkthrough from a fresh install to a served embedder; `tasks/` there holds the local MTEB task folders
    that the README tells users to materialise with `layerpick validate --materialize`.
@@ -21,17 +22,19 @@ import typer
 from layerpick.cli.app import app
 from tests.testkit.paths import SHARED_DATA
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- runnable -->\n)?```(?:bash|console)\n(.*?)```", re.S)
 
 
-def code_blocks() -> list[tuple[bool, str]]:
-    return [(bool(marker), body) for marker, body in BLOCK.findall(README.read_text(encoding="utf-8"))]
+def code_blocks(document: Path = README) -> list[tuple[bool, str]]:
+    return [(bool(marker), body) for marker, body in BLOCK.findall(document.read_text(encoding="utf-8"))]
 
 
-def command_lines() -> list[str]:
+def command_lines(documents: list[Path] = DOCUMENTS) -> list[str]:
     lines = []
-    for _, body in code_blocks():
+    for _, body in (block for document in documents for block in code_blocks(document)):
         for line in body.replace("\\\n", " ").splitlines():
             line = line.split("  #")[0].strip().removeprefix("$ ")
             if line.startswith("layerpick "):
@@ -47,7 +50,9 @@ def known_options() -> dict[str, set[str]]:
 
 def test_readme_has_runnable_blocks_and_commands():
     assert sum(marked for marked, _ in code_blocks()) >= 2
-    assert len(command_lines()) >= 8
+    assert len(command_lines([README])) >= 8
+    assert not any(marked for document in DOCUMENTS[1:] for marked, _ in code_blocks(document)), \
+        "runnable blocks belong in the README, where test_runnable_blocks_succeed runs them"
 
 
 @pytest.mark.parametrize("line", command_lines())

@@ -8,6 +8,8 @@ the folder that will hold it must be reachable through folders (not through a fi
 really work; a probe file is created and removed, which also catches read-only file systems and full disks
 that permission bits do not show (and is right for root, who ignores permission bits).
 
+`model_output_dir` is where every command writes without `--output` (layerpick-out/<model>/).
+
 `check_replaceable` is the one policy for an output folder that already exists, shared by export, compare and
 run: a file or a symbolic link is never replaced; an empty folder is used; a folder that holds anything layerpick
 did not make is never touched, `--overwrite` or not; one that holds an earlier output of the same command is
@@ -23,6 +25,13 @@ from pathlib import Path
 from typing import Callable
 
 from layerpick.errors import LayerpickError
+
+OUTPUT_ROOT = Path("layerpick-out")  # where the commands write when no --output is given
+
+
+def model_output_dir(model: str) -> Path:
+    """The folder a model's outputs go to by default: layerpick-out/<the model's last path part>."""
+    return OUTPUT_ROOT / Path(model.rstrip("/")).name
 
 REASONS = {
     errno.EROFS: "is on a read-only file system",

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.bench.config import BenchError
+from layerpick.export.metadata import ExportMetadata
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
-def baseline_name(exported: Path, requested: str | None, metadata: dict | None) -> str:
+def baseline_name(exported: Path, requested: str | None, metadata: ExportMetadata | None) -> str:
     """`--baseline` when given, else the source named in the export's layerpick.json; a one-line error when
     there is neither."""
     name = requested or baseline_source(metadata)
@@ -30,22 +31,15 @@ def baseline_name(exported: Path, requested: str | None, metadata: dict | None) 
     return name
 
 
-def baseline_source(metadata: dict | None) -> str | None:
+def baseline_source(metadata: ExportMetadata | None) -> str | None:
     """The full model an export came from, as written in its layerpick.json (a local path when it exists)."""
-    if not metadata:
+    if metadata is None:
         return None
-    source = metadata.get("source")
-    if isinstance(source, dict) and isinstance(source.get("baseline"), dict):  # an export of an export
-        source = source["baseline"]
-    if isinstance(source, dict):
-        path, name = source.get("path"), source.get("model")
-        if isinstance(path, str) and path and Path(path).is_dir():
-            return path
-        return name if isinstance(name, str) and name else None
-    for key in ("source_model", "source", "base_model"):
-        if isinstance(metadata.get(key), str) and metadata[key]:
-            return metadata[key]
-    return None
+    source = metadata.baseline  # followed through exports of exports
+    path, name = source.get("path"), source.get("model")
+    if isinstance(path, str) and path and Path(path).is_dir():
+        return path
+    return name if isinstance(name, str) and name else None
 
 
 def full_model_dir(name: str) -> Path:
@@ -115,24 +109,24 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
     return target
 
 
-def is_static_export(metadata: dict | None) -> bool:
+def is_static_export(metadata: ExportMetadata | None) -> bool:
     """Whether an export's layerpick.json describes a static table (`layerpick export --format static`)."""
-    return isinstance((metadata or {}).get("static"), dict)
+    return metadata is not None and isinstance(metadata.static, dict)
 
 
-def build_static_baseline_dir(name: str, metadata: dict, work: Path, progress: bool = False) -> Path:
+def build_static_baseline_dir(name: str, metadata: ExportMetadata, work: Path, progress: bool = False) -> Path:
     """The full model `name` a static export was distilled from, as layerpick exports it at its last layer (its
     own tokenizer, all L layers) with the pooling, normalisation and max_seq_length of the static export's cut."""
     from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.export import export_model
 
-    layers = metadata.get("num_layers")
+    layers = metadata.num_layers
     if not isinstance(layers, int) or layers < 1:
         raise BenchError(f"the static export's {METADATA_FILE} names no layer count for its full model")
     target = work / "baseline"
     export_model(name, layers, target, ExportConfig(
-        pooling=metadata.get("pooling"), normalize=metadata.get("normalize"),
-        max_seq_length=metadata.get("max_seq_length"), progress=progress))
+        pooling=metadata.pooling, normalize=metadata.normalize,
+        max_seq_length=metadata.max_seq_length, progress=progress))
     (target / METADATA_FILE).unlink(missing_ok=True)
     return target
 

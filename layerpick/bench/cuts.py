@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
+from layerpick._util.documents import Document
 from layerpick._util.torch_threads import threads as torch_threads
 from layerpick.bench.baseline import (
     WEIGHT_SUFFIXES,
@@ -51,6 +51,8 @@ from layerpick.core import surgery
 from layerpick.core.cost import LayerCosts, layer_costs_for_config
 from layerpick.core.layer_list import parse_layer_list
 from layerpick.core.models import LoadOptions
+from layerpick.errors import ReportFormatError
+from layerpick.validation.result import ValidationReport
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +79,9 @@ class CutRow:
 
 
 @dataclass(frozen=True)
-class CutsResult:
+class CutsResult(Document):
+    """cuts.json ("layerpick-cuts/1"): every cut against the full model at every batch size, from one run."""
+
     model: str
     num_layers: int
     layers: list[int]
@@ -96,8 +100,17 @@ class CutsResult:
     statics: list[StaticRow] = field(default_factory=list)  # static exports timed in the same run
     full_size_bytes: int | None = None  # the full model's weight files
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    FORMAT: ClassVar[str] = "layerpick-cuts/1"
+    WHAT: ClassVar[str] = "a layerpick cuts.json"
+    NOUN: ClassVar[str] = "cuts"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("model", "num_layers", "layers", "rows")
+
+    @classmethod
+    def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> CutsResult:
+        memory = {int(size): peak for size, peak in (values.get("full_peak_memory_bytes") or {}).items()}
+        return cls(**{**values, "rows": [CutRow(**row) for row in values["rows"]],
+                      "statics": [StaticRow(**row) for row in values.get("statics", [])],
+                      "full_peak_memory_bytes": memory})
 
     def row(self, layer: int, batch_size: int) -> CutRow:
         return next(r for r in self.rows if r.layer == layer and r.batch_size == batch_size)
@@ -111,7 +124,7 @@ class CutsPlan:
     exported: Path | None  # the source is an export: its baseline is the full model
     num_layers: int
     layers: list[int]
-    validation: dict[str, Any] | None
+    validation: ValidationReport | None
     validation_path: str | None
     statics: tuple[StaticPeer, ...] = ()  # static exports to time beside the cuts
 
@@ -120,7 +133,7 @@ def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline
               statics: tuple[str | Path, ...] = ()) -> CutsPlan:
     """The source (an exported directory or a model), its layer count, the layers to cut and the static exports
     to time beside them."""
-    from layerpick.export.load import read_metadata
+    from layerpick.export.metadata import read_metadata
 
     path = Path(source).expanduser()
     exported = path if (path / "modules.json").is_file() else None
@@ -133,7 +146,7 @@ def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline
     return CutsPlan(name, exported, num_layers, chosen, data, str(validation) if validation else None, peers)
 
 
-def parse_cut_layers(text: str, num_layers: int, validation: dict[str, Any] | None) -> list[int]:
+def parse_cut_layers(text: str, num_layers: int, validation: ValidationReport | None) -> list[int]:
     """`frontier` (a validation's frontier layers, needs `validation`) or comma-separated layers in 1..L
     (the last layer is the full model itself, so it is dropped unless it is the only one)."""
     words = {"frontier": lambda: _frontier(validation, num_layers)}
@@ -142,10 +155,10 @@ def parse_cut_layers(text: str, num_layers: int, validation: dict[str, Any] | No
     return [k for k in chosen if k < num_layers] or [num_layers]
 
 
-def _frontier(validation: dict[str, Any] | None, num_layers: int) -> list[int]:
+def _frontier(validation: ValidationReport | None, num_layers: int) -> list[int]:
     if validation is None:
         raise BenchError("--layers frontier needs --validation (a validation.json with every layer scored)")
-    chosen = [k for k in validation.get("frontier", {}).get("layers", []) if 1 <= k < num_layers]
+    chosen = [k for k in (validation.frontier or {}).get("layers", []) if 1 <= k < num_layers]
     if not chosen:
         raise BenchError("the validation's frontier holds no layer below the last to bench")
     return chosen
@@ -190,14 +203,14 @@ def _link_weights_copy_others(source: str, target: str) -> None:
 
 def _full_directory(plan: CutsPlan, work: Path, load_options: LoadOptions, progress: bool) -> Path:
     if plan.exported is not None:
-        from layerpick.export.load import read_metadata
+        from layerpick.export.metadata import read_metadata
 
         metadata = read_metadata(plan.exported)
         if is_static_export(metadata):
             return build_static_baseline_dir(plan.source, metadata, work, progress)
         return build_baseline_dir(plan.exported, full_model_dir(plan.source), work)
     from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.export import export_model
 
     target = work / "full"
     export_model(plan.source, plan.num_layers, target, ExportConfig(progress=progress), load_options=load_options)
@@ -231,7 +244,7 @@ def _quiet_loading() -> Iterator[None]:
 
 def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | None, costs: LayerCosts,
             texts: int, device: str, threads: int, full_bytes: int | None = None) -> CutsResult:
-    means = (plan.validation or {}).get("mean_by_layer")
+    means = plan.validation.mean_by_layer if plan.validation else None
     rows = []
     for k in plan.layers:
         for size in config.batch_sizes:
@@ -268,15 +281,11 @@ def _config(directory: Path):
     return transformers.AutoConfig.from_pretrained(str(directory))
 
 
-def _read_validation(path: Path, num_layers: int) -> dict[str, Any]:
+def _read_validation(path: Path, num_layers: int) -> ValidationReport:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchError(f"validation not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BenchError(f"cannot read validation {path}: {error}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("mean_by_layer"), list):
-        raise BenchError(f"{path} is not a layerpick validation.json (no mean_by_layer)")
-    if data.get("num_layers") != num_layers:
-        raise BenchError(f"{path} is for a model with {data.get('num_layers')} layers; this one has {num_layers}")
-    return data
+        report = ValidationReport.read(path)
+    except ReportFormatError as error:
+        raise BenchError(str(error)) from None
+    if report.num_layers != num_layers:
+        raise BenchError(f"{path} is for a model with {report.num_layers} layers; this one has {num_layers}")
+    return report

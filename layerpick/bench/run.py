@@ -17,8 +17,9 @@ import logging
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from layerpick._util.documents import Document
 from layerpick._util.torch_threads import threads as torch_threads
 from layerpick.bench.baseline import (
     baseline_name,
@@ -33,7 +34,8 @@ from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.memory import all_reset, measure_memory, memory_method
 from layerpick.bench.timing import Measurement, split_batches, time_side_by_side
 from layerpick.core.calibration import load_calibration
-from layerpick.export.load import load_encoder, load_sentence_transformer, read_metadata
+from layerpick.export.load import load_encoder, load_sentence_transformer
+from layerpick.export.metadata import ExportMetadata, read_metadata
 
 __all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "capped_config",
            "run_bench"]
@@ -62,7 +64,9 @@ class BenchRow:
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(Document):
+    """bench.json ("layerpick-bench/1"): an export against the full model it was cut from, batch by batch."""
+
     exported: ModelFacts
     baseline: ModelFacts
     rows: list[BenchRow]
@@ -77,18 +81,23 @@ class BenchResult:
     backend: str = "torch"  # what ran the export; the full model always runs on torch
     transform: dict[str, Any] | None = None  # the export's post-pooling transform and its measured cost
 
-    def to_json(self) -> dict[str, Any]:
-        """bench.json's content (`layerpick bench --json`)."""
-        return asdict(self)
-
-    to_dict = to_json  # the earlier name
+    FORMAT: ClassVar[str] = "layerpick-bench/1"
+    WHAT: ClassVar[str] = "a layerpick bench.json"
+    NOUN: ClassVar[str] = "bench"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("exported", "baseline", "rows")
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BenchResult:
+    def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> BenchResult:
         rows = [BenchRow(**{**row, "exported": Measurement(**row["exported"]),
-                            "baseline": Measurement(**row["baseline"])}) for row in data["rows"]]
-        return cls(**{**data, "exported": ModelFacts(**data["exported"]), "baseline": ModelFacts(**data["baseline"]),
-                      "rows": rows})
+                            "baseline": Measurement(**row["baseline"])}) for row in values["rows"]]
+        return cls(**{**values, "exported": ModelFacts(**values["exported"]),
+                      "baseline": ModelFacts(**values["baseline"]), "rows": rows})
+
+    def speedups(self) -> dict[str, dict[str, float | None]]:
+        """The ratios per batch size (export / full), as the model card's speed table shows them."""
+        return {f"batch {row.batch_size}": {"throughput x": row.throughput_ratio,
+                                            "latency (median) x": row.latency_median_ratio,
+                                            "peak memory x": row.memory_ratio} for row in self.rows}
 
 
 def bench_texts(count: int, seed: int = 0) -> list[str]:
@@ -164,7 +173,7 @@ def _time(run: _Run, progress: bool) -> tuple[dict[str, ModelFacts], dict[int, d
 
 
 def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str, Measurement]],
-            memory: dict[str, dict[int, dict]] | None, threads: int, metadata: dict | None) -> BenchResult:
+            memory: dict[str, dict[int, dict]] | None, threads: int, metadata: ExportMetadata | None) -> BenchResult:
     config = run.config
     return BenchResult(
         exported=facts["exported"], baseline=facts["baseline"],
@@ -180,16 +189,16 @@ def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str
 
 
 def transform_cost(directory: Path, batch_sizes, timings: dict[int, dict[str, Measurement]],
-                   metadata: dict | None, repeats: int = 50) -> dict[str, Any] | None:
+                   metadata: ExportMetadata | None, repeats: int = 50) -> dict[str, Any] | None:
     """The Dense module's own time per text at each batch size (a matrix product on random pooled vectors of
     its input width, median of `repeats`), and its share of the export's measured time per text."""
     import time
 
     import torch
 
-    from layerpick.export.onnx.encoder import read_dense
+    from layerpick.export.load import dense_module
 
-    dense = read_dense(Path(directory))
+    dense = dense_module(directory)
     if dense is None:
         return None
     weight, bias = (torch.from_numpy(part) for part in dense)
@@ -205,7 +214,7 @@ def transform_cost(directory: Path, batch_sizes, timings: dict[int, dict[str, Me
         total = 1.0 / timings[size]["exported"].texts_per_s if timings[size]["exported"].texts_per_s else None
         cost[f"batch {size}"] = {"us_per_text": per_text * 1e6,
                                  "share_of_export_time": per_text / total if total else None}
-    described = (metadata or {}).get("transform") or {}
+    described = (metadata.transform if metadata else None) or {}
     return {"name": described.get("name"), "input_dim": int(weight.shape[1]), "output_dim": int(weight.shape[0]),
             "cost": cost}
 
@@ -249,19 +258,18 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return float(numerator) / float(denominator)
 
 
-def _notes(name: str, config: BenchConfig, metadata: dict | None, threads: int) -> list[str]:
+def _notes(name: str, config: BenchConfig, metadata: ExportMetadata | None, threads: int) -> list[str]:
     origin = "--baseline" if config.baseline else "layerpick.json"
     notes = [f"baseline {name} (from {origin}): " + (
         "the full model exported at its last layer, with the pooling and normalisation the static table was "
         "distilled with; the export is a static table (model2vec), no transformer runs"
         if is_static_export(metadata) else
         "the export's tokenizer, pooling and normalisation with the full model's weights")]
-    source = (metadata or {}).get("source")
-    if isinstance(source, dict):
-        notes += [str(note) for note in source.get("notes") or []]
+    if metadata is not None:
+        notes += [str(note) for note in metadata.source.get("notes") or []]
     chosen = "from --threads" if config.threads is not None else "torch's setting, --threads not given"
     notes.append(f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes")
-    if (metadata or {}).get("transform"):
+    if metadata is not None and metadata.transform:
         notes.append("the export runs its post-pooling transform (a Dense module) inside the timed encode; the "
                      "baseline, the full model as it is, runs none")
     if config.backend != "torch":

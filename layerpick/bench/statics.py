@@ -50,7 +50,7 @@ class StaticRow:
 
 def check_statics(paths: Sequence[str | Path], num_layers: int) -> tuple[StaticPeer, ...]:
     """Each `--static` directory as a peer, or a one-line error naming it."""
-    from layerpick.export.load import read_metadata
+    from layerpick.export.metadata import read_metadata
 
     peers: list[StaticPeer] = []
     for given in paths:
@@ -59,13 +59,13 @@ def check_statics(paths: Sequence[str | Path], num_layers: int) -> tuple[StaticP
         if not is_static_export(metadata):
             raise BenchError(f"--static {given} is not a layerpick static export (make one with layerpick export "
                              "MODEL --layer K --format static)")
-        if metadata.get("num_layers") != num_layers:
-            raise BenchError(f"--static {given} was distilled from a model with {metadata.get('num_layers')} layers; "
+        if metadata.num_layers != num_layers:
+            raise BenchError(f"--static {given} was distilled from a model with {metadata.num_layers} layers; "
                              f"the model benched has {num_layers}")
         key = f"{PREFIX}{path.name}"
         if any(peer.key == key for peer in peers):
             key = f"{PREFIX}{path}"
-        peers.append(StaticPeer(key, path, int(metadata["layer"]), baseline_source(metadata), size_on_disk(path)))
+        peers.append(StaticPeer(key, path, int(metadata.layer), baseline_source(metadata), size_on_disk(path)))
     return tuple(peers)
 
 

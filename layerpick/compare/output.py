@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from layerpick._util.atomic import commit_files, publish, staging_directory, swap_into_place
-from layerpick._util.outputs import OutputExistsError, check_replaceable
+from layerpick._util.outputs import check_replaceable
 
 JSON_NAME = "compare.json"
 MARKDOWN_NAME = "compare.md"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from layerpick.validation.summary import best_layer
+from layerpick.frontier.scores import best_layer
 
 
 def plot_metric(data: dict[str, Any], metric: str, path: Path) -> Path:

@@ -1,6 +1,7 @@
 """Reading one input file of `layerpick compare`: a select report.json or a validate validation.json.
 
-Owns: telling the two kinds apart by their keys (not their names), checking the keys and shapes the comparison
+Owns: telling the two kinds apart by their format key (not their names), reading each through its stage's
+document type (`SelectReport`, `ValidationReport`), checking the shapes the comparison
 reads (curves of L+1 numbers or nulls, layers in 0..L; NaN and infinities become None), refusing a validation
 with no mean score at any layer (nothing of it could be compared or drawn), and the error types for input that
 cannot be compared.
@@ -14,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerpick.errors import LayerpickError
-from layerpick.selection.result import REQUIRED_KEYS
-
-SELECT_KEYS = REQUIRED_KEYS
-VALIDATION_KEYS = ("model", "num_layers", "tasks", "mean_by_layer")
+from layerpick.errors import LayerpickError, ReportFormatError
+from layerpick.selection.result import SelectReport
+from layerpick.validation.result import ValidationReport
 
 
 class CompareError(LayerpickError):
@@ -45,13 +44,11 @@ class Source:
 def read_source(path: Path) -> Source:
     """A select report.json or a validation.json, checked for the keys and shapes the comparison reads."""
     path = Path(path)
-    data = _read_object(path)
-    kind = _kind(path, data)
-    num_layers = data["num_layers"]
-    if not _is_int(num_layers) or num_layers < 1:
-        raise NotAReportError(f"{path}: num_layers must be a positive integer (got {num_layers!r})")
+    raw = _read_object(path)
+    kind = _kind(path, raw)
+    data = _document(path, kind, raw)
     check = _check_select if kind == "select" else _check_validation
-    return Source(path, kind, check(path, dict(data)))
+    return Source(path, kind, check(path, data))
 
 
 def _read_object(path: Path) -> dict[str, Any]:
@@ -75,20 +72,23 @@ def _read_object(path: Path) -> dict[str, Any]:
 
 
 def _kind(path: Path, data: dict) -> str:
-    if all(key in data for key in VALIDATION_KEYS):
-        return "validation"
-    missing_select = [key for key in SELECT_KEYS if key not in data]
-    if not missing_select:
-        return "select"
-    missing_validation = [key for key in VALIDATION_KEYS if key not in data]
-    if any(key in data for key in ("tasks", "mean_by_layer")):
-        what, missing = "a validation.json", missing_validation
-    elif any(key in data for key in ("rule", "scores")):
-        what, missing = "a select report.json", missing_select
-    else:
-        raise NotAReportError(f"{path} is not a layerpick report: missing {', '.join(missing_select)} (a select "
-                              f"report.json) or {', '.join(missing_validation)} (a validation.json)")
-    raise NotAReportError(f"{path} is not a layerpick report: missing {', '.join(missing)} (keys of {what})")
+    """"select" or "validation", by the file's format key."""
+    kinds = {SelectReport.FORMAT: "select", ValidationReport.FORMAT: "validation"}
+    found = data.get("format")
+    if found not in kinds:
+        named = f"format {found!r}" if found is not None else "no format key"
+        raise NotAReportError(f"{path} is not a layerpick report: {named} (expected {SelectReport.FORMAT} for a "
+                              f"select report.json or {ValidationReport.FORMAT} for a validation.json)")
+    return kinds[found]
+
+
+def _document(path: Path, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The file read through its stage's document type (the same checks every reader makes), as JSON."""
+    document = SelectReport if kind == "select" else ValidationReport
+    try:
+        return document.from_json(data, str(path)).to_json()
+    except ReportFormatError as error:
+        raise NotAReportError(str(error)) from None
 
 
 def _check_select(path: Path, data: dict[str, Any]) -> dict[str, Any]:

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from layerpick._util.outputs import check_output_location
+from layerpick._util.outputs import OutputExistsError, check_output_location
 from layerpick.compare.inputs import Entry, load_entries, short_name
+from layerpick.compare.result import ComparisonReport
 from layerpick.compare.output import (
     JSON_NAME,
     MARKDOWN_NAME,
     MEAN_PLOT,
-    OutputExistsError,
     check_output,
     plot_name,
     staged_output,
@@ -57,6 +57,7 @@ __all__ = [
     "Source",
     "build_comparison",
     "check_output",
+    "ComparisonReport",
     "compare_reports",
     "load_entries",
     "plot_mean_score",
@@ -71,9 +72,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Comparison:
-    """What `compare_reports` found (`data` is compare.json), the output folder and the files written."""
+    """What `compare_reports` found (`report` is compare.json), the output folder and the files written."""
 
-    data: dict[str, Any]
+    report: ComparisonReport
     entries: tuple[Entry, ...]
     output: Path
     files: tuple[Path, ...]
@@ -85,17 +86,17 @@ def compare_reports(inputs: Sequence[str | Path], output: str | Path, *, overwri
     check_output(output, overwrite)
     check_output_location(output, "--output")
     entries = load_entries(inputs)
-    data = build_comparison(entries, inputs)
-    files = write_comparison(data, output, overwrite=overwrite)
-    return Comparison(data, tuple(entries), output, tuple(files))
+    report = ComparisonReport.from_json({"format": ComparisonReport.FORMAT, **build_comparison(entries, inputs)})
+    files = write_comparison(report, output, overwrite=overwrite)
+    return Comparison(report, tuple(entries), output, tuple(files))
 
 
-def write_comparison(data: dict[str, Any], output: Path, *, overwrite: bool = False) -> list[Path]:
+def write_comparison(report: ComparisonReport, output: Path, *, overwrite: bool = False) -> list[Path]:
     """Render every file into a temporary folder beside `output`, then move it into place."""
     output = Path(output)
     with staged_output(output, overwrite) as staging:
-        _render(data, staging)
-    return [output / name for name in (JSON_NAME, MARKDOWN_NAME, *data["plots"])]
+        _render(report.to_json(), staging)
+    return [output / name for name in (JSON_NAME, MARKDOWN_NAME, *report.plots)]
 
 
 def _render(data: dict[str, Any], folder: Path) -> None:

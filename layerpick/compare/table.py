@@ -16,8 +16,7 @@ from layerpick._util.versions import library_versions
 from layerpick.compare.inputs import Entry
 from layerpick.compare.output import MEAN_PLOT, plot_name
 from layerpick.metrics import list_metrics
-from layerpick.selection.report import format_score
-from layerpick.validation.summary import best_layer, comparison
+from layerpick.frontier.scores import best_layer, comparison
 
 
 def build_comparison(entries: Sequence[Entry], inputs: Iterable[str | Path] = ()) -> dict[str, Any]:
@@ -126,8 +125,8 @@ def to_markdown(data: dict[str, Any]) -> str:
 def _table_line(row: dict[str, Any]) -> str:
     cells = [_md(row["label"]), str(row["num_layers"]), _md(row["rule"] or "–"), _md(row.get("transform") or "none"),
              _int(row["selected_layer"]),
-             _depth_cell(row["selected_depth"]), format_score(row["selected_score"]), format_score(row["last_score"]),
-             _int(row["best_layer"]), _depth_cell(row["best_depth"]), format_score(row["best_score"]),
+             _depth_cell(row["selected_depth"]), number(row["selected_score"]), number(row["last_score"]),
+             _int(row["best_layer"]), _depth_cell(row["best_depth"]), number(row["best_score"]),
              _signed(row["gain_over_last"])]
     return "| " + " | ".join(cells) + " |"
 

@@ -30,7 +30,7 @@ from layerpick.core.st_source import (
     lowercase_tokenizer,
     read_pipeline,
 )
-from layerpick.errors import DeviceUnavailableError, LayerpickError, ModelNotFoundError
+from layerpick.errors import DeviceUnavailableError, LayerpickError, LayerRangeError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -308,3 +308,22 @@ def _load_weights(path: str, options: LoadOptions, *, from_gguf: bool, local_onl
     model.eval()
     model.requires_grad_(False)
     return model
+
+
+# CollectConfig's default: what selection scored, unless the model caps lower; also the export's.
+DEFAULT_MAX_SEQ_LENGTH = 512
+
+
+def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
+    """The requested length (checked against the model's limit), else the source's sentence-transformers
+    setting, else min(the model's and tokenizer's limits, 512)."""
+    limit = surgery.position_limit(loaded.model.config)
+    if requested is not None:
+        if requested < 1 or (limit is not None and requested > limit):
+            raise LayerRangeError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
+        return requested
+    if loaded.pipeline.max_seq_length is not None:
+        own = loaded.pipeline.max_seq_length
+        return own if limit is None else min(own, limit)
+    candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
+    return min(c for c in candidates if isinstance(c, int) and c > 0)

@@ -8,5 +8,6 @@ distils the cut into a model2vec static table (`--format static`).
 
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import ExportError, ExportResult, ParityError, export_model
+from layerpick.export.model_card import annotate_export
 
-__all__ = ["ExportConfig", "ExportError", "ExportResult", "ParityError", "export_model"]
+__all__ = ["ExportConfig", "ExportError", "ExportResult", "ParityError", "annotate_export", "export_model"]

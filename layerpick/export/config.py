@@ -19,6 +19,7 @@ class ExportConfig:
     "static" writes the static table model2vec distils from the cut instead, reduced by PCA to `static_dims`
     (None: 256, or the hidden size where that is smaller; `export.static`)."""
 
+    layer: int | None = None  # what `layerpick.export` cuts after; None: the layer `report` chose
     pooling: str | None = None
     representation: str = "exported"
     normalize: bool | None = None  # None: as the source's own sentence-transformers pipeline (raw otherwise)

@@ -27,7 +27,7 @@ from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
 from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
-from layerpick.core.models import LoadedModel, LoadOptions, load_model
+from layerpick.core.models import LoadedModel, LoadOptions, load_model, resolve_max_seq_length
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import (
     PLAIN,
@@ -46,7 +46,6 @@ from layerpick.selection.result import SelectReport, read_select_report
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_SEQ_LENGTH = 512  # CollectConfig's default: what selection scored, unless the model caps lower
 PARITY_BATCH_SIZE = 3  # small batches of unequal texts: padding is exercised in both encoders
 PARITY_TOLERANCE = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}  # relative to the largest |value|
 DOCUMENTS_ALLOWANCE = 1 << 20  # bytes for the configs, model card and layerpick.json an export writes
@@ -117,7 +116,7 @@ class ExportResult:
 
 def export_model(model: str, layer: int | None, output: Path, config: ExportConfig = ExportConfig(), *,
                  load_options: LoadOptions = LoadOptions()) -> ExportResult:
-    """Cut `model` after layer K (given, or from the select report of `config`) and save it as a
+    """Cut `model` after layer K (`layer`, else `config.layer`, else from the select report of `config`) and save it as a
     sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
     parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
     source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
@@ -125,6 +124,7 @@ def export_model(model: str, layer: int | None, output: Path, config: ExportConf
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`; "static" writes instead the static
     table model2vec distils from the proven cut (`export.static`), with `config.static_dims` PCA dimensions."""
     output = Path(output)
+    layer = config.layer if layer is None else layer
     request = check_request(model, layer, config, load_options)
     check_not_own_source(model, output)
     st_layout.check_output(output, config.overwrite)
@@ -355,21 +355,6 @@ def _check_texts(texts: Sequence[str] | None) -> tuple[str, ...]:
     if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ExportError("parity texts must be a non-empty list of non-empty strings")
     return texts
-
-
-def resolve_max_seq_length(loaded: LoadedModel, requested: int | None) -> int:
-    """The requested length (checked against the model's limit), else the source's sentence-transformers
-    setting, else min(the model's and tokenizer's limits, 512)."""
-    limit = surgery.position_limit(loaded.model.config)
-    if requested is not None:
-        if requested < 1 or (limit is not None and requested > limit):
-            raise ExportError(f"--max-seq-length {requested} is out of range: this model accepts 1..{limit}")
-        return requested
-    if loaded.pipeline.max_seq_length is not None:
-        own = loaded.pipeline.max_seq_length
-        return own if limit is None else min(own, limit)
-    candidates = [DEFAULT_MAX_SEQ_LENGTH, limit, getattr(loaded.tokenizer, "model_max_length", None)]
-    return min(c for c in candidates if isinstance(c, int) and c > 0)
 
 
 def _reference(loaded: LoadedModel, plan: ExportPlan, pooling: str, max_length: int, texts: Sequence[str],

@@ -8,11 +8,9 @@ sentence-transformers, or the export's ONNX graph, float or int8, through `onnx.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-from layerpick._util.filenames import METADATA_FILE
 from layerpick._util.torch_threads import check_threads
 from layerpick.errors import LayerpickError, ModelNotFoundError
 
@@ -78,19 +76,6 @@ def load_sentence_transformer(directory: str | Path, device: str = "cpu"):
         return SentenceTransformer(str(path), device=device)
 
 
-def read_metadata(directory: str | Path) -> dict | None:
-    """The `layerpick.json` written by `layerpick export`, or None for other directories."""
-    path = Path(directory) / METADATA_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        logger.warning("ignoring unreadable %s: %s", path, error)
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def embedding_dimension(model) -> int:
     """The sentence embedding size (sentence-transformers 6 renamed the accessor)."""
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -102,3 +87,11 @@ def is_normalized(model) -> bool:
     if hasattr(model, "normalizes"):  # an OnnxEncoder
         return bool(model.normalizes)
     return any(type(module).__name__ == "Normalize" for module in model)
+
+
+def dense_module(directory: str | Path):
+    """The (weight (out, in), bias (out,)) arrays of an export's Dense module (its post-pooling transform), None
+    without one."""
+    from layerpick.export.onnx.encoder import read_dense
+
+    return read_dense(Path(directory))

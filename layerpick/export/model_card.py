@@ -8,6 +8,7 @@ reproduces the export. Pure rendering from `ExportFacts`; nothing here touches a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 from layerpick._util.atomic import write_json_atomic, write_text_atomic
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core import registry
+from layerpick.export.metadata import ExportMetadata, read_metadata
 
 CARD_FILE = "README.md"
 
@@ -101,10 +103,10 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
     return shlex.join(words)
 
 
-def metadata_document(facts: ExportFacts) -> dict[str, Any]:
-    """The content of layerpick.json."""
-    return {
-        "format": "layerpick-export/1",
+def metadata_document(facts: ExportFacts) -> ExportMetadata:
+    """layerpick.json's document."""
+    return ExportMetadata.from_json({
+        "format": ExportMetadata.FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "source": {"model": facts.model, "path": facts.source_path, "revision": facts.revision,
                    "package": facts.package, "architecture": facts.architecture, "notes": list(facts.notes),
@@ -135,7 +137,7 @@ def metadata_document(facts: ExportFacts) -> dict[str, Any]:
         "speedup": facts.speedup,
         "versions": facts.versions,
         "command": facts.command,
-    }
+    })
 
 
 def _selection(facts: ExportFacts) -> dict[str, Any]:
@@ -148,7 +150,7 @@ def _selection(facts: ExportFacts) -> dict[str, Any]:
 
 
 def metadata_json(facts: ExportFacts) -> str:
-    return json.dumps(metadata_document(facts), indent=2, default=str) + "\n"
+    return json.dumps(metadata_document(facts).to_json(), indent=2, default=str) + "\n"
 
 
 def render_model_card(facts: ExportFacts) -> str:
@@ -443,52 +445,46 @@ def _number(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def facts_from_metadata(document: dict[str, Any]) -> ExportFacts:
+def facts_from_metadata(document: ExportMetadata) -> ExportFacts:
     """The ExportFacts that a layerpick.json was written from (the inverse of `metadata_document`)."""
-    source, parity, selection = document["source"], document["parity"], document.get("selection") or {}
+    source, parity, selection = document.source, document.parity, document.selection or {}
     report = None
     if selection.get("method") == "report":
         report = {key: selection.get(key) for key in ("rule", "selected_layer", "scores", "calibration")}
-        if document.get("validation") is not None:
-            report["validation"] = document["validation"]
+        if document.validation is not None:
+            report["validation"] = document.validation
     return ExportFacts(
         model=source["model"], source_path=source["path"], revision=source.get("revision"),
-        layer=document["layer"], num_layers=document["num_layers"], architecture=source["architecture"],
-        representation=document["representation"], pooling=document["pooling"], normalize=document["normalize"],
-        max_seq_length=document["max_seq_length"], params_full=document["parameters"]["full"],
-        params_cut=document["parameters"]["cut"], weights_bytes=document["weights_bytes"],
+        layer=document.layer, num_layers=document.num_layers, architecture=source["architecture"],
+        representation=document.representation, pooling=document.pooling, normalize=document.normalize,
+        max_seq_length=document.max_seq_length, params_full=document.parameters["full"],
+        params_cut=document.parameters["cut"], weights_bytes=document.weights_bytes,
         parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
-        parity_texts=parity["texts"], command=document["command"], notes=tuple(source.get("notes") or ()),
+        parity_texts=parity["texts"], command=document.command, notes=tuple(source.get("notes") or ()),
         package=source.get("package"), report=report, report_path=selection.get("report"),
-        speedup=document.get("speedup"), versions=document.get("versions") or {},
-        device=document.get("device"), pipeline=document.get("source_pipeline"),
-        dtype=document.get("dtype", "float32"), onnx=document.get("onnx"), prompt=document.get("prompt"),
-        transform=document.get("transform"), baseline=source.get("baseline"), static=document.get("static"),
+        speedup=document.speedup, versions=document.versions or {},
+        device=document.device, pipeline=document.source_pipeline,
+        dtype=document.dtype, onnx=document.onnx, prompt=document.prompt,
+        transform=document.transform, baseline=source.get("baseline"), static=document.static,
     )
 
 
 def original_source(path: str | Path | None) -> dict[str, Any] | None:
     """When the directory `path` is itself a layerpick export, the full model it was cut from (model and path,
     followed through exports of exports); None for any other source."""
-    metadata = Path(path) / METADATA_FILE if path else None
-    if metadata is None or not metadata.is_file():
-        return None
-    try:
-        source = json.loads(metadata.read_text(encoding="utf-8"))["source"]
-        return source.get("baseline") or {"model": source["model"], "path": source.get("path")}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    metadata = read_metadata(path) if path and Path(path).is_dir() else None
+    return metadata.baseline if metadata is not None else None
 
 
 def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None, speedup: Any = None) -> None:
     """Add what was measured after an export (validation by layer, speed-up) to its layerpick.json and model
     card. Each file is written beside itself and renamed over the old one."""
     path = Path(directory) / METADATA_FILE
-    document = json.loads(path.read_text(encoding="utf-8"))
+    document = ExportMetadata.read(path)
     if validation is not None:
-        document["validation"] = validation
+        document = dataclasses.replace(document, validation=validation)
     if speedup is not None:
-        document["speedup"] = speedup
+        document = dataclasses.replace(document, speedup=speedup)
     facts = facts_from_metadata(document)
-    write_json_atomic(path, document)
+    write_json_atomic(path, document.to_json())
     write_text_atomic(Path(directory) / CARD_FILE, render_model_card(facts))

@@ -22,7 +22,7 @@ from torch import nn
 
 from layerpick._util import atomic
 from layerpick._util.filenames import METADATA_FILE
-from layerpick._util.outputs import OutputExistsError, check_replaceable
+from layerpick._util.outputs import check_replaceable
 from layerpick.core.st_source import Pipeline
 from layerpick.errors import LayerpickError
 

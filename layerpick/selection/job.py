@@ -7,73 +7,31 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from layerpick._util.locks import output_lock
-from layerpick._util.outputs import check_output_location
+from layerpick._util.outputs import check_output_location, model_output_dir
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import CalibrationSet, load_calibration
 from layerpick.core.fit_texts import expand_auto, prepare_fit
 from layerpick.core.transform import DEFAULT_TRANSFORM, TransformSpec, parse_transforms
-from layerpick.core.collect import CollectConfig, effective_max_length
+from layerpick.core.collect import effective_max_length
 from layerpick.core.cost import layer_costs
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.core.prompts import DEFAULT_PROMPT, parse_prompts
-from layerpick.errors import LayerpickError
-from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
+from layerpick.metrics import get_metric
 from layerpick.frontier.choice import frontier
+from layerpick.selection.config import SelectConfig
 from layerpick.selection.prompt_choice import choose_pair
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, finite_or_none
 from layerpick.selection.rules import (
-    DEFAULT_RULE,
     check_min_speedup,
     choose_layer,
     parse_rule,
     within_budget,
 )
-from layerpick.selection.scoring import ScoringConfig, check_inputs, score_transformed
-
-# Every registered metric, in registry order (the default of --metrics).
-ALL_METRICS = ",".join(m.name for m in list_metrics())
-
-
-# A seeded sample of 256 calibration texts: the size at which the default rule was measured
-# (benchmarks/results/rule_evidence.md); scoring time grows with it (each text is embedded 1 + views times).
-DEFAULT_LIMIT = 256
-
-
-@dataclass(frozen=True)
-class SelectConfig:
-    calibration: str | None = None
-    field: str | None = None
-    limit: int | None = DEFAULT_LIMIT
-    metrics: str = ALL_METRICS
-    rule: str = DEFAULT_RULE
-    tolerance: float = 0.0
-    include_layer0: bool = False
-    min_speedup: float | None = None  # only layers with at least this ideal speed-up are candidates
-    collect: CollectConfig = CollectConfig()
-    scoring: ScoringConfig = ScoringConfig()
-    prompt: str | None = None  # --prompt: a template, or names such as "none,eol" (None: DEFAULT_PROMPT)
-    transform: str | None = None  # --transform: names such as "none,whiten-256" (None: DEFAULT_TRANSFORM)
-    fit_texts: str | None = None  # --fit-texts: the texts transforms are fitted on (None: the calibration set)
-
-    def check(self) -> list[MetricSpec]:
-        """Every option checked before a model is loaded; returns the metrics to compute (the requested ones
-        plus those the rule needs)."""
-        rule = parse_rule(self.rule)
-        requested = parse_metrics(self.metrics)
-        names = {m.name for m in requested}
-        if not (isinstance(self.tolerance, (int, float)) and 0.0 <= self.tolerance < 1.0):
-            raise LayerpickError(f"--tolerance must be in [0, 1) (got {self.tolerance})")
-        if self.limit is not None and self.limit < 1:
-            raise LayerpickError(f"--limit must be at least 1 (got {self.limit})")
-        self.collect.check()
-        self.scoring.check()
-        return requested + [get_metric(name) for name in rule.metrics if name not in names]
-
+from layerpick.selection.scoring import check_inputs, score_transformed
 
 def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
     """Score every layer of `model` on the calibration set and choose one; with several prompt templates, every
@@ -172,15 +130,11 @@ def _summed(timings) -> dict[str, float]:
     return total
 
 
-def default_output(model: str) -> Path:
-    return Path("layerpick-out") / Path(model.rstrip("/")).name
-
-
 def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig,
                      output: Path | None) -> tuple[SelectReport, list[Path]]:
     """Check the output location first, then select, then write the report there (the folder locked
     throughout, so two selects never interleave their files)."""
-    output = Path(output) if output is not None else default_output(model)
+    output = Path(output) if output is not None else model_output_dir(model)
     check_output_location(output, "--output")
     with output_lock(output):
         report = run_select(model, load_options, config)

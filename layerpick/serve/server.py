@@ -40,8 +40,8 @@ from layerpick.export.load import (
     embedding_dimension,
     is_normalized,
     load_encoder,
-    read_metadata,
 )
+from layerpick.export.metadata import ExportMetadata, read_metadata
 from layerpick.serve.batcher import Batcher, BatcherClosed, make_batch_fn
 from layerpick.serve.config import ServeConfig, ServeError
 from layerpick.serve.http_layer import EmbeddingHTTPServer
@@ -54,11 +54,10 @@ logger = logging.getLogger(__name__)
 DRAIN_POLL_S = 0.05
 
 
-def default_model_name(directory: Path, metadata: dict | None) -> str:
+def default_model_name(directory: Path, metadata: ExportMetadata | None) -> str:
     """A layerpick export is named after its source and layer ('smollm2-135m-layer28'), else the folder."""
-    source = (metadata or {}).get("source")
-    if isinstance(source, dict) and isinstance(source.get("model"), str) and isinstance(metadata.get("layer"), int):
-        return f"{Path(source['model'].rstrip('/')).name}-layer{metadata['layer']}"
+    if metadata is not None:
+        return f"{Path(metadata.model.rstrip('/')).name}-layer{metadata.layer}"
     return directory.resolve().name
 
 
@@ -147,7 +146,7 @@ class EmbeddingServer:
             "strict_model": self.config.strict_model,
             "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms,
                          **self.stats()},
-            "layerpick": self.metadata,
+            "layerpick": self.metadata.to_json() if self.metadata else None,
         }
 
     def embeddings_response(self, body: bytes) -> tuple[int, dict]:

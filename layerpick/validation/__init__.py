@@ -3,9 +3,10 @@ distinct text for every layer, a resumable run, and validation.json / validation
 
 Modules: `folders` (the local folder format), `inject` (folder data -> mteb task data, custom tasks), `tasks`
 (resolving --tasks items), `config` (a run's settings), `store` (on-disk representations), `encoder` (the per-layer mteb encoder),
-`sources` (model or exported directory), `run` (the run), `summary` (the numbers), `plot`, `materialize`.
+`sources` (model or exported directory), `run` (the run), `result` (validation.json as `ValidationReport`),
+`plot`, `materialize` (the numbers by layer are `layerpick.frontier.scores`).
 
-Names are imported on first use (PEP 562), so that `layerpick.validation.summary` and the CLI's start-up do
+Names are imported on first use (PEP 562), so that `layerpick.validation.result` and the CLI's start-up do
 not pay for importing mteb.
 """
 
@@ -14,7 +15,8 @@ from importlib import import_module
 _HOMES = {
     "LayerEncoder": "encoder", "LayerSource": "encoder", "ReportFormatError": "errors", "TaskFormatError": "errors",
     "TaskNotFoundError": "errors", "ValidationFailedError": "errors", "read_folder": "folders",
-    "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "run",
+    "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "result",
+    "ValidationRun": "result",
     "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "validation_output": "run", "RepresentationStore": "store",
     "StoreKey": "store",
     "ValidateConfig": "config", "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",

@@ -22,6 +22,7 @@ class ValidateConfig:
     `fit_texts` (a file or folder as --calibration takes; None: the report's fit set, else the embedded
     calibration set) and evaluated beside the others."""
 
+    tasks: Sequence[str] = ()  # what `layerpick.validate` evaluates: MTEB names, benchmarks or task folders
     layers: str | Sequence[int] = "all"
     report: Path | None = None
     output_dir: Path | None = None

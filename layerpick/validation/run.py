@@ -30,7 +30,7 @@ from layerpick._util.atomic import write_text_atomic
 from layerpick._util.disk import DiskFullError
 from layerpick._util.locks import output_lock
 from layerpick._util.filenames import VALIDATION_FILE
-from layerpick._util.outputs import check_output_location
+from layerpick._util.outputs import check_output_location, model_output_dir
 from layerpick._util.versions import library_versions
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
@@ -44,11 +44,10 @@ from layerpick.core.prompts import (
     parse_prompts,
     prompt_from_json,
 )
-from layerpick.errors import LayerpickError, ReportFormatError
+from layerpick.errors import LayerpickError
 from layerpick.frontier.choice import ChoiceOptions
-from layerpick.selection.job import default_output as select_output
 from layerpick.selection.result import SelectReport, read_select_report
-from layerpick.validation import summary
+from layerpick.frontier import scores as layer_scores
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.config import ValidateConfig
 from layerpick.validation.picks import frontier_section, pair_frontier_section
@@ -60,6 +59,7 @@ from layerpick.validation.sources import (
     model_setups,
     store_root,
 )
+from layerpick.validation.result import ValidationReport, ValidationRun
 from layerpick.validation.tasks import TaskSpec, resolve_tasks
 from layerpick.validation.transformed import transformed_setups
 
@@ -78,38 +78,8 @@ class TaskOutcome:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class ValidationReport:
-    """What a run found (`data` is validation.json) and the files it wrote."""
-
-    data: dict[str, Any]
-    output_dir: Path
-    files: tuple[Path, ...]
-
-    @property
-    def failures(self) -> dict[str, str]:
-        return self.data["failures"]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def to_json(self) -> dict[str, Any]:
-        """validation.json's content."""
-        return self.data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], output_dir: Path) -> ValidationReport:
-        """A finished run read back from its validation.json (in `output_dir`)."""
-        missing = [key for key in ("num_layers", "tasks", "mean_by_layer", "failures") if key not in data]
-        if missing:
-            raise ReportFormatError(f"{output_dir / VALIDATION_FILE} is not a validation.json: missing "
-                                    f"{', '.join(missing)}")
-        return cls(data, Path(output_dir), (Path(output_dir) / VALIDATION_FILE,))
-
-
 def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,
-                   load_options: LoadOptions = LoadOptions()) -> ValidationReport:
+                   load_options: LoadOptions = LoadOptions()) -> ValidationRun:
     """Evaluate `model` layer by layer (or the export in `config.exported_dir`) on MTEB tasks; see the module
     docstring and `ValidateConfig`."""
     started = time.perf_counter()
@@ -137,7 +107,7 @@ def _remove_empty_new(folders: list[Path]) -> None:
 
 
 def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, load_options: LoadOptions,
-              output: Path, results: Path, started: float, stores: ExitStack) -> ValidationReport:
+              output: Path, results: Path, started: float, stores: ExitStack) -> ValidationRun:
     """The validation once its output is locked; each representation store is locked once its key is known
     (after loading: the key holds the weights' fingerprint), so two validations of one model never share one."""
     specs = resolve_tasks(tasks, config.task_data)
@@ -178,7 +148,8 @@ def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, l
         data["failures"] = {f"{name} ({one.variant})": failure for one, outcomes in zip(setups, runs)
                             for name, failure in _failures(outcomes).items()}
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
-    return ValidationReport(data, output, tuple(_write(data, output, select)))
+    report = ValidationReport.from_json({"format": ValidationReport.FORMAT, **data}, str(output / VALIDATION_FILE))
+    return ValidationRun(report, output, tuple(_write(report, output, select)))
 
 
 def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, outputs: dict[str, Path]) -> None:
@@ -214,11 +185,11 @@ def by_prompt_document(setups, runs, layers: list[int]) -> dict[str, Any]:
     """Every (template, transform)'s mean score by layer side by side, and the best (variant, layer) pair."""
     table = {}
     for one, outcomes in zip(setups, runs):
-        means = summary.mean_by_layer({o.spec.name: o.scores for o in outcomes}, layers, one.num_layers)
+        means = layer_scores.mean_by_layer({o.spec.name: o.scores for o in outcomes}, layers, one.num_layers)
         table[one.variant] = {
             "template": one.facts["prompt"]["template"], "pooling": one.facts["pooling"],
             "transform": one.facts.get("transform"), "mean_by_layer": means,
-            "best_layer": summary.best_layer(means),
+            "best_layer": layer_scores.best_layer(means),
             "tasks": {o.spec.name: [o.scores.get(k) for k in range(one.num_layers + 1)] for o in outcomes}}
     scored = [(entry["mean_by_layer"][entry["best_layer"]], label, entry["best_layer"])
               for label, entry in table.items() if entry["best_layer"] is not None]
@@ -266,7 +237,7 @@ def validation_output(model: str | None, config: ValidateConfig) -> Path:
 
 
 def default_output(model: str) -> Path:
-    return select_output(model) / "validation"
+    return model_output_dir(model) / "validation"
 
 
 def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCache, bars: ValidationBars) -> TaskOutcome:
@@ -391,8 +362,8 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
               select: SelectReport | None, started: float, choice: ChoiceOptions) -> dict[str, Any]:
     L = setup.num_layers
     scores = {o.spec.name: o.scores for o in outcomes}
-    means = summary.mean_by_layer(scores, layers, L)
-    best = summary.best_layer(means)
+    means = layer_scores.mean_by_layer(scores, layers, L)
+    best = layer_scores.best_layer(means)
     selected = select.selected_layer if select else None
     evaluate_s = sum(o.seconds for o in outcomes) - setup.source.collect_seconds
     facts = dict(setup.facts)
@@ -407,9 +378,9 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "selected_layer": selected,
         "last_layer": L,
         "best_layer": best,
-        "comparison": summary.comparison(means, selected, L, best),
+        "comparison": layer_scores.comparison(means, selected, L, best),
         "frontier": frontier_section(means, _costs(facts), layers, selected, choice),
-        "metric_correlations": summary.metric_correlations(select.scores, select.directions, means) if select else None,
+        "metric_correlations": layer_scores.metric_correlations(select.scores, select.directions, means) if select else None,
         "select_report": {"model": select.model, "rule": select.rule} if select else None,
         "texts_encoded": setup.source.encoded,
         "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
@@ -417,17 +388,18 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "versions": library_versions(),
         "failures": _failures(outcomes),
     }
-    return summary.clean(data)
+    return layer_scores.clean(data)
 
 
 def _costs(facts: dict[str, Any]) -> LayerCosts | None:
     return LayerCosts.from_json(facts["cost"]) if facts.get("cost") else None
 
 
-def _write(data: dict[str, Any], output: Path, select: SelectReport | None) -> list[Path]:
+def _write(report: ValidationReport, output: Path, select: SelectReport | None) -> list[Path]:
     """The plots, then validation.json last (what readers look for first: its presence means the rest is there)."""
     output.mkdir(parents=True, exist_ok=True)
     path = output / VALIDATION_FILE
+    data = report.to_json()
     plots = [plot_validation(data, output / "validation.png", select)]
     if data.get("frontier"):
         plots.append(plot_frontier_png(data, output / "frontier.png"))

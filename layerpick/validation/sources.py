@@ -14,7 +14,7 @@ from mteb.models.model_meta import ModelMeta
 
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
-from layerpick._util.jsonl import read_optional_json
+from layerpick.export.metadata import ExportMetadata
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading
@@ -22,7 +22,7 @@ from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_devic
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.core.transform import AffineMap
-from layerpick.errors import LayerpickError, ModelNotFoundError
+from layerpick.errors import ModelNotFoundError
 from layerpick.validation.encoder import (
     CollectRepresenter,
     LayerEncoder,
@@ -102,9 +102,7 @@ def model_setups(model: str, options: SourceOptions, prompts: tuple[Prompt, ...]
 def _prompt_setup(model: str, loaded, fingerprint: str, options: SourceOptions, prompt: Prompt,
                   load_s: float) -> Setup:
     from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
-    from layerpick.export.job import (
-        resolve_max_seq_length,  # one rule for validate and export
-    )
+    from layerpick.core.models import resolve_max_seq_length  # one rule for validate and export
 
     pooling = check_pooling(options.pooling or default_pooling(loaded.default_pooling, prompt))
     max_length = resolve_max_seq_length(loaded, options.max_length)
@@ -161,18 +159,18 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
     key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
                    length or 0, load.dtype)
     store = RepresentationStore(store_root(options.store_dir), key)
-    layer, num_layers = info.get("layer", 0), info.get("num_layers", 0)
+    layer, num_layers = (info.layer, info.num_layers) if info else (0, 0)
     experiment = {"representation": "sentence-transformers", "dtype": load.dtype}
-    origin = info.get("source") or {}
+    origin = info.source if info else {}
     facts = {"model": origin.get("model") or path.name, "model_path": origin.get("path"),
-             "exported_dir": str(path), "device": str(model.device), **experiment, "pooling": info.get("pooling"),
-             "max_length": length, "normalize": info.get("normalize"), "num_layers": num_layers,
+             "exported_dir": str(path), "device": str(model.device), **experiment, "pooling": info.pooling if info else None,
+             "max_length": length, "normalize": info.normalize if info else None, "num_layers": num_layers,
              "exported_layer": layer, "store": str(store.directory), "notes": _export_notes(info),
              "load_s": time.perf_counter() - began}
     source = LayerSource(SentenceTransformerRepresenter(model, options.batch_size, key), store,
                          chunk_size=_chunk(options))
-    if info.get("static"):
-        facts["static"] = {key: info["static"].get(key) for key in ("pca_dims", "token_pooling", "vocabulary")}
+    if info is not None and info.static:
+        facts["static"] = {key: info.static.get(key) for key in ("pca_dims", "token_pooling", "vocabulary")}
     return Setup(source, model_label(str(path)), fingerprint[:12], num_layers, {layer: 0}, False, experiment,
                  _dimension(model), length, facts, suffix="exported", batch_size=options.batch_size)
 
@@ -182,22 +180,19 @@ def _finite_length(value) -> int | None:
     return int(value) if isinstance(value, (int, float)) and value and value != float("inf") else None
 
 
-def _export_info(path: Path) -> dict[str, Any]:
-    info = read_optional_json(path / METADATA_FILE, LayerpickError)
-    if not isinstance(info, dict):
-        return {}
-    if not isinstance(info.get("layer"), int) or not isinstance(info.get("num_layers"), int):
-        return {}
-    return info
+def _export_info(path: Path) -> ExportMetadata | None:
+    """The export's layerpick.json (a one-line error when it is there but not one); None without one."""
+    file = path / METADATA_FILE
+    return ExportMetadata.read(file) if file.is_file() else None
 
 
-def _export_notes(info: dict[str, Any]) -> list[str]:
-    if not info:
-        return [f"no {METADATA_FILE} with layer and num_layers: the export's scores are listed as layer 0"]
-    if isinstance(info.get("static"), dict):
-        return [f"a static table distilled from layer {info['layer']} of {info['num_layers']}: its scores sit at that "
+def _export_notes(info: ExportMetadata | None) -> list[str]:
+    if info is None:
+        return [f"no {METADATA_FILE}: the export's scores are listed as layer 0"]
+    if isinstance(info.static, dict):
+        return [f"a static table distilled from layer {info.layer} of {info.num_layers}: its scores sit at that "
                 "layer, but it is not that layer's representation (a text is the mean of its tokens' rows)"]
-    return [f"exported layer {info['layer']} of {info['num_layers']}: its scores sit at that layer"]
+    return [f"exported layer {info.layer} of {info.num_layers}: its scores sit at that layer"]
 
 
 def store_root(store_dir: Path | None) -> Path:

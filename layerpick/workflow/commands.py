@@ -10,8 +10,8 @@ import shlex
 from typing import Any
 
 from layerpick._util.filenames import REPORT_FILE
-from layerpick.bench.run import BenchConfig
-from layerpick.selection.job import SelectConfig
+from layerpick.bench.config import BenchConfig
+from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import RunConfig, RunResult
 
 
@@ -28,7 +28,7 @@ def reproduce_commands(result: RunResult) -> list[str]:
                          *_normalize_flags(config),
                          "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
                          "--store", str(out / "validate" / "store"), *config.choice.flags(), *load])
-    lines = [shlex.join(words) for words in commands] + [result.export["command"]]
+    lines = [shlex.join(words) for words in commands] + [result.export.command]
     if result.bench is not None and config.bench is not None:
         lines.append(shlex.join(["layerpick", "bench", str(result.export_dir), *_bench_flags(config.bench)]))
     return lines

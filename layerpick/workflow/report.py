@@ -23,7 +23,8 @@ from layerpick.selection.report import (
     layer_label,
     side_by_side,
 )
-from layerpick.validation.picks import frontier_table, picks_lines
+from layerpick.frontier.table import frontier_table, picks_lines
+from layerpick.validation.result import ValidationReport
 from layerpick.workflow.commands import reproduce_commands
 from layerpick.workflow.run import RunResult
 
@@ -78,7 +79,7 @@ def build_blocks(result: RunResult) -> list[Block]:
 
 
 def _answer(result: RunResult) -> list[Block]:
-    select, k, num = result.select, result.export["layer"], result.select.num_layers
+    select, k, num = result.select, result.export.layer, result.select.num_layers
     if result.config.choice.validated:
         lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen from the validation "
                  f"(`{' '.join(result.config.choice.flags())}`: {result.config.choice.describe()}); the rule "
@@ -86,12 +87,12 @@ def _answer(result: RunResult) -> list[Block]:
     else:
         lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
                  f"`{select.rule}` without labels{_prompt_words(select)}."]
-    lines[0] = lines[0][:-1] + _transform_words(result.export.get("transform")) + "."
-    comparison = (result.validation or {}).get("comparison")
+    lines[0] = lines[0][:-1] + _transform_words(result.export.transform) + "."
+    comparison = result.validation.comparison if result.validation else None
     if comparison:
         last, best = comparison["last"], comparison["best"]
-        pair = (result.validation.get("pair_frontier") or {}).get("chosen") if result.config.choice.validated else None
-        chosen = {"mean_score": pair["score"] if pair else result.validation["mean_by_layer"][k]}
+        pair = (result.validation.pair_frontier or {}).get("chosen") if result.config.choice.validated else None
+        chosen = {"mean_score": pair["score"] if pair else result.validation.mean_by_layer[k]}
         variant = f" ({pair['variant']}; the rest for {_variant_of(result.validation)})" if pair else ""
         lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}{variant}, "
                      f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
@@ -110,9 +111,9 @@ def _prompt_words(select) -> str:
     return f", with the prompt template `{prompt['name']}`{among}, which the export applies by itself"
 
 
-def _variant_of(validation: dict) -> str:
-    prompt = (validation.get("prompt") or {}).get("name") or "none"
-    transform = (validation.get("transform") or {}).get("name")
+def _variant_of(validation: ValidationReport) -> str:
+    prompt = (validation.prompt or {}).get("name") or "none"
+    transform = (validation.transform or {}).get("name")
     return f"{prompt}+{transform}" if transform else prompt
 
 
@@ -124,11 +125,11 @@ def _transform_words(transform: dict | None) -> str:
 
 
 def _speed_sentence(result: RunResult) -> str:
-    kept = result.export["parameters"]["cut"] / max(result.export["parameters"]["full"], 1)
+    kept = result.export.parameters["cut"] / max(result.export.parameters["full"], 1)
     parts = [f"keeps {kept:.0%} of the parameters"]
-    for row in (result.bench or {}).get("rows", []):
-        memory = f", peak memory x{row['memory_ratio']:.2f}" if row.get("memory_ratio") else ""
-        parts.append(f"batch {row['batch_size']}: {_ratio(row['throughput_ratio'])} the full model's throughput{memory}")
+    for row in result.bench.rows if result.bench else []:
+        memory = f", peak memory x{row.memory_ratio:.2f}" if row.memory_ratio else ""
+        parts.append(f"batch {row.batch_size}: {_ratio(row.throughput_ratio)} the full model's throughput{memory}")
     return "**How much faster:** the export " + "; ".join(parts) + "."
 
 
@@ -139,7 +140,7 @@ def _model(result: RunResult) -> list[Block]:
             ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
             ["representation", select.representation], ["pooling", select.pooling],
             ["prompt", _prompt_cell(select.prompt)],
-            ["transform", (result.export.get("transform") or {}).get("name") or "none"],
+            ["transform", (result.export.transform or {}).get("name") or "none"],
             ["dtype", select.dtype], ["device", select.device or "not recorded"]]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
@@ -188,35 +189,34 @@ def _validation(result: RunResult) -> list[Block]:
     data = result.validation
     if data is None:
         return [Heading("Validation"), Text("Not run: no `--tasks` were given.")]
-    names = list(data["tasks"])
-    marks = {key: data.get(f"{key}_layer") for key in ("selected", "last", "best")}
+    names = list(data.tasks)
+    marks = {key: getattr(data, f"{key}_layer") for key in ("selected", "last", "best")}
     rows = []
-    for k in data["layers_evaluated"]:
+    for k in data.layers_evaluated:
         tags = ", ".join(key for key, layer in marks.items() if layer == k)
-        rows.append([str(k), *(_num(data["tasks"][n]["main_score_by_layer"][k]) for n in names),
-                     _num(data["mean_by_layer"][k]), tags])
+        rows.append([str(k), *(_num(data.task_scores(n)[k]) for n in names), _num(data.mean_by_layer[k]), tags])
     blocks: list[Block] = [Heading("Validation by layer"),
                            Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
                            Table(["layer", *names, "mean", ""], rows)]
-    if data.get("by_prompt"):
-        labels = list(data["by_prompt"])
-        best = data.get("best_pair") or {}
-        rows = [[str(k), *(_num(data["by_prompt"][label]["mean_by_layer"][k])
+    if data.by_prompt:
+        labels = list(data.by_prompt)
+        best = data.best_pair or {}
+        rows = [[str(k), *(_num(data.by_prompt[label]["mean_by_layer"][k])
                            + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
-                           for label in labels)] for k in data["layers_evaluated"]]
+                           for label in labels)] for k in data.layers_evaluated]
         blocks += [Text("Mean main score by prompt template (◀ the best pair)."), Table(["layer", *labels], rows)]
-    blocks += [Text(f"Failed: {task}: {message}") for task, message in (data.get("failures") or {}).items()]
+    blocks += [Text(f"Failed: {task}: {message}") for task, message in data.failures.items()]
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
 
 
 def _frontier(result: RunResult) -> list[Block]:
     """The quality-speed trade-off: from the validation when there is one, else from the rule's objective."""
     measured = _measured(result)
-    section = (result.validation or {}).get("frontier")
+    section = result.validation.frontier if result.validation else None
     if section:
-        header, rows = frontier_table(result.validation, measured)
+        header, rows = frontier_table(result.validation.to_json(), measured)
         lines = picks_lines(section)
-        exported = result.export["layer"]
+        exported = result.export.layer
         lines[-1] = (f"Exported: {section['reason']}." if exported == section.get("chosen_layer")
                      else f"Exported: layer {exported}.")
         return [Heading("Quality against speed"),
@@ -240,24 +240,23 @@ def _frontier(result: RunResult) -> list[Block]:
 
 def _measured(result: RunResult) -> dict[int, str]:
     """The bench's throughput ratio of the exported layer, by batch size, as one cell."""
-    rows = (result.bench or {}).get("rows", [])
+    rows = result.bench.rows if result.bench else []
     if not rows:
         return {}
-    return {result.export["layer"]: ", ".join(f"{_ratio(r['throughput_ratio'])} (batch {r['batch_size']})"
-                                              for r in rows)}
+    return {result.export.layer: ", ".join(f"{_ratio(r.throughput_ratio)} (batch {r.batch_size})" for r in rows)}
 
 
 def _export(result: RunResult) -> list[Block]:
     export = result.export
-    parity = export["parity"]
+    parity = export.parity
     verdict = "passed" if parity["passed"] else "FAILED"
     return [Heading("Export"), Table(["", ""], [
         ["location", f"`{result.export_dir}`"],
-        ["layers kept", f"first {export['layer']} of {export['num_layers']}"],
-        ["parameters", f"{export['parameters']['cut']:,} of {export['parameters']['full']:,}"],
-        ["weights", f"{export['weights_bytes'] / 1e6:.1f} MB (safetensors)"],
+        ["layers kept", f"first {export.layer} of {export.num_layers}"],
+        ["parameters", f"{export.parameters['cut']:,} of {export.parameters['full']:,}"],
+        ["weights", f"{export.weights_bytes / 1e6:.1f} MB (safetensors)"],
         ["parity", f"{verdict}: max abs diff {parity['max_abs_diff']:.2e} over {parity['texts']} texts against "
-                   f"layer {export['layer']} of the full model (tolerance {parity['tolerance']:.1e})"],
+                   f"layer {export.layer} of the full model (tolerance {parity['tolerance']:.1e})"],
     ])]
 
 
@@ -265,12 +264,12 @@ def _speed(result: RunResult) -> list[Block]:
     bench = result.bench
     if bench is None:
         return [Heading("Speed"), Text("Not measured (`--no-bench`).")]
-    rows = [[str(row["batch_size"]), f"{row['exported']['texts_per_s']:.1f}", f"{row['baseline']['texts_per_s']:.1f}",
-             _ratio(row["throughput_ratio"]), _ratio(row["latency_median_ratio"]), _ratio(row["memory_ratio"])]
-            for row in bench["rows"]]
+    rows = [[str(row.batch_size), f"{row.exported.texts_per_s:.1f}", f"{row.baseline.texts_per_s:.1f}",
+             _ratio(row.throughput_ratio), _ratio(row.latency_median_ratio), _ratio(row.memory_ratio)]
+            for row in bench.rows]
     return [Heading("Speed"),
-            Text(f"Side by side in one process, {bench['texts']} texts, {bench['repeats']} interleaved repeats, "
-                 f"{bench['device']}, {bench['threads']} threads. Ratios are export / full."),
+            Text(f"Side by side in one process, {bench.texts} texts, {bench.repeats} interleaved repeats, "
+                 f"{bench.device}, {bench.threads} threads. Ratios are export / full."),
             Table(["batch", "export texts/s", "full texts/s", "throughput", "median latency", "peak memory"], rows)]
 
 
@@ -350,6 +349,6 @@ def _ratio(value: Any) -> str:
 
 
 
-def _tasks(validation: dict[str, Any]) -> str:
-    count = len(validation["tasks"])
+def _tasks(validation: ValidationReport) -> str:
+    count = len(validation.tasks)
     return f"{count} task" if count == 1 else f"{count} tasks"

@@ -37,20 +37,22 @@ from layerpick._util.filenames import (
     VALIDATION_FILE,
 )
 from layerpick._util.outputs import check_output_location, check_replaceable
-from layerpick.bench.run import BenchConfig, run_bench
+from layerpick.bench import BenchConfig, BenchResult, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import parse_prompts, prompt_from_json
 from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
-from layerpick.export.model_card import annotate_export
+from layerpick.export import annotate_export, export_model
+from layerpick.export.metadata import ExportMetadata
 from layerpick.frontier.choice import ChoiceError, ChoiceOptions
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
-from layerpick.selection.job import SelectConfig, run_select, select_fit_texts
+from layerpick.selection.config import SelectConfig
+from layerpick.selection import check_min_speedup, run_select, select_fit_texts
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
-from layerpick.selection.rules import check_min_speedup
+from layerpick.validation.result import ValidationReport
+from layerpick.workflow.record import RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +84,9 @@ class RunResult:
     load_options: LoadOptions
     config: RunConfig
     select: SelectReport
-    validation: dict[str, Any] | None
-    export: dict[str, Any]
-    bench: dict[str, Any] | None
+    validation: ValidationReport | None
+    export: ExportMetadata | None
+    bench: BenchResult | None
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     report_files: list[Path] = field(default_factory=list)
 
@@ -135,24 +137,25 @@ def _run_stages(model: str, output: Path, load_options: LoadOptions, config: Run
         _clear(output)
     announce = announce or (lambda stage, reused: None)
     keys = stage_keys(model, load_options, config, inputs)
-    result = RunResult(model, output, load_options, config, select=None, validation=None, export={}, bench=None)
+    result = RunResult(model, output, load_options, config, select=None, validation=None, export=None, bench=None)
     result.select = _stage(ledger, "select", keys, output / "select" / REPORT_FILE, announce,
                            lambda: _select(model, load_options, config, output, progress), read=read_select_report)
     if config.tasks:
         result.validation = _stage(ledger, "validate", keys, output / "validate" / VALIDATION_FILE, announce,
-                                   lambda: _validate(model, load_options, config, output, progress))
-        if result.validation.get("failures"):
+                                   lambda: _validate(model, load_options, config, output, progress),
+                                   read=ValidationReport.read)
+        if result.validation.failures:
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
     layer = exported_layer(config, result.validation)
     result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
                            lambda: _export(model, load_options, config, output, progress, layer, result.select,
-                                           exported_variant(config, result.validation)))
+                                           exported_variant(config, result.validation)), read=ExportMetadata.read)
     if config.bench is not None:
         result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
-                              lambda: _bench(config.bench, output, progress))
+                              lambda: _bench(config.bench, output, progress), read=BenchResult.read)
     annotate_export(result.export_dir, validation=validation_summary(result.validation),
-                    speedup=speedup_summary(result.bench))
-    result.export = _read_json(result.export_dir / METADATA_FILE)
+                    speedup=result.bench.speedups() if result.bench else None)
+    result.export = ExportMetadata.read(result.export_dir / METADATA_FILE)
     result.stages = ledger.stages
     return result
 
@@ -173,21 +176,12 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
     return {"select": select, "validate": validate, "export": export, "bench": bench}
 
 
-def validation_summary(validation: dict[str, Any] | None) -> dict[str, Any] | None:
+def validation_summary(validation: ValidationReport | None) -> dict[str, Any] | None:
     """What the model card shows of a validation: each task's main score by layer, and the mean."""
     if validation is None:
         return None
-    tasks = {name: {"main_score_by_layer": task["main_score_by_layer"]} for name, task in validation["tasks"].items()}
-    return {"tasks": tasks, "mean_by_layer": validation["mean_by_layer"]}
-
-
-def speedup_summary(bench: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
-    """Bench ratios per batch size (export / full), as the model card's speed table."""
-    if bench is None:
-        return None
-    return {f"batch {row['batch_size']}": {"throughput x": row["throughput_ratio"],
-                                          "latency (median) x": row["latency_median_ratio"],
-                                          "peak memory x": row["memory_ratio"]} for row in bench["rows"]}
+    tasks = {name: {"main_score_by_layer": task["main_score_by_layer"]} for name, task in validation.tasks.items()}
+    return {"tasks": tasks, "mean_by_layer": validation.mean_by_layer}
 
 
 class Ledger:
@@ -195,7 +189,7 @@ class Ledger:
 
     def __init__(self, path: Path, force: bool) -> None:
         self.path = path
-        self.previous = {} if force or not path.is_file() else _read_json(path).get("stages", {})
+        self.previous = {} if force or not path.is_file() else dict(RunRecord.read(path).stages)
         self.stages: dict[str, dict[str, Any]] = {}
 
     def start(self) -> None:
@@ -217,17 +211,17 @@ class Ledger:
         self._save()
 
     def _save(self) -> None:
-        write_json_atomic(self.path, {"format": "layerpick-run/1", "stages": {**self.previous, **self.stages}})
+        write_json_atomic(self.path, RunRecord({**self.previous, **self.stages}).to_json())
 
 
 def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
-           compute: Callable[[], Any], read: Callable[[Path], Any] = None) -> Any:
+           compute: Callable[[], Any], read: Callable[[Path], Any]) -> Any:
     """Reuse a finished stage's product, or compute it; later stages are invalidated by key, not by time."""
     key = keys[stage]
     reused = ledger.reusable(stage, key, product)
     announce(stage, reused)
     started = time.perf_counter()
-    data = (read or _read_json)(product) if reused else compute()
+    data = read(product) if reused else compute()
     ledger.record(stage, key, time.perf_counter() - started, reused)
     return data
 
@@ -239,7 +233,8 @@ def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
     return report
 
 
-def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool) -> dict:
+def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path,
+              progress: bool) -> ValidationReport:
     from layerpick.validation import (  # mteb is heavy: only when validating
         ValidateConfig,
         run_validation,
@@ -254,11 +249,10 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
         choice=config.choice,
         prompt=config.select.prompt,  # None: the report's template; several: every template side by side
         transform=config.select.transform, fit_texts=config.select.fit_texts)  # None: the report's transform
-    result = run_validation(model, list(config.tasks), settings, load_options=load_options)
-    return result.data
+    return run_validation(model, list(config.tasks), settings, load_options=load_options).report
 
 
-def exported_layer(config: RunConfig, validation: dict[str, Any] | None) -> int | None:
+def exported_layer(config: RunConfig, validation: ValidationReport | None) -> int | None:
     """The layer chosen from the validation (`--choose validated`, `--max-loss`), or None for the rule's pick;
     with several variants validated, the chosen (variant, layer) pair's layer (`exported_variant` its variant)."""
     if not config.choice.validated:
@@ -266,25 +260,25 @@ def exported_layer(config: RunConfig, validation: dict[str, Any] | None) -> int 
     pair = exported_variant(config, validation)
     if pair is not None:
         return int(pair["layer"])
-    section = (validation or {}).get("frontier") or {}
+    section = (validation.frontier if validation else None) or {}
     if section.get("chosen_layer") is None:
         raise ChoiceError("no layer could be chosen from the validation (no evaluated layer >= 1 has a mean score)")
     return int(section["chosen_layer"])
 
 
-def exported_variant(config: RunConfig, validation: dict[str, Any] | None) -> dict[str, Any] | None:
+def exported_variant(config: RunConfig, validation: ValidationReport | None) -> dict[str, Any] | None:
     """The (template, transform) pair the validation chose across variants, with its template and transform;
     None with one variant (or no validated choice)."""
-    chosen = ((validation or {}).get("pair_frontier") or {}).get("chosen")
+    chosen = ((validation.pair_frontier if validation else None) or {}).get("chosen")
     if not config.choice.validated or not chosen:
         return None
-    entry = validation["by_prompt"][chosen["variant"]]
+    entry = validation.by_prompt[chosen["variant"]]
     return {**chosen, "template": entry.get("template"), "pooling": entry.get("pooling"),
             "transform": (entry.get("transform") or {}).get("name")}
 
 
 def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool,
-            layer: int | None, select: SelectReport, variant: dict[str, Any] | None = None) -> dict:
+            layer: int | None, select: SelectReport, variant: dict[str, Any] | None = None) -> ExportMetadata:
     """The rule's pick from the select report, or the validated `layer` with the report's pooling and
     representation (or the chosen variant's template, pooling and transform)."""
     transform = (select.transform or {}).get("name")
@@ -301,14 +295,14 @@ def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
                                 normalize=config.normalize, overwrite=True, progress=progress, prompt=prompt,
                                 transform=transform, fit_texts=config.select.fit_texts)
     export_model(model, layer, output / "model", settings, load_options=load_options)
-    return _read_json(output / "model" / METADATA_FILE)
+    return ExportMetadata.read(output / "model" / METADATA_FILE)
 
 
-def _bench(bench: BenchConfig, output: Path, progress: bool) -> dict:
+def _bench(bench: BenchConfig, output: Path, progress: bool) -> BenchResult:
     """The baseline is the full model the export was cut from, as its layerpick.json records it."""
-    data = run_bench(output / "model", bench, progress=progress).to_json()
-    write_json_atomic(output / BENCH_FILE, data)
-    return data
+    result = run_bench(output / "model", bench, progress=progress)
+    write_json_atomic(output / BENCH_FILE, result.to_json())
+    return result
 
 
 def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
@@ -366,6 +360,3 @@ def _without_progress(select: SelectConfig) -> dict[str, Any]:
 def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))

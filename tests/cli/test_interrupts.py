@@ -20,7 +20,7 @@ import pytest
 from layerpick._util import interrupt
 from layerpick.bench.run import BenchConfig
 from layerpick.export.config import ExportConfig
-from layerpick.selection.job import SelectConfig
+from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import LEDGER, RunConfig, run_workflow
 from tests.testkit.tasks import sts_folder
 
@@ -161,4 +161,4 @@ def test_an_interrupted_run_resumes(point, tiny_dirs, tmp_path, monkeypatch):
     again = run_workflow(model, out, config=config, progress=False)
     assert set(again.stages) == set(STAGES)
     assert {stage for stage in STAGES if again.stages[stage]["reused"]} == set(finished)
-    assert again.export["parity"]["passed"] and (out / "bench.json").is_file()
+    assert again.export.parity["passed"] and (out / "bench.json").is_file()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from layerpick.bench.run import BenchConfig
-from layerpick.selection.job import SelectConfig
+from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
 from tests.testkit.tasks import sts_folder

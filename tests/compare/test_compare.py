@@ -26,7 +26,8 @@ METRICS = {"dataset-entropy": "max", "dime": "min"}
 def select_report(model, num_layers, selected, *, revision=None, rule="max-dataset-entropy", metrics=METRICS):
     scores = {name: [None if k == 0 and name == "dime" else float((k * 7 + len(name)) % 11) for k in
                      range(num_layers + 1)] for name in metrics}
-    return {"model": model, "revision": revision, "num_layers": num_layers, "representation": "exported",
+    return {"format": "layerpick-select/1", "model": model, "revision": revision, "num_layers": num_layers,
+            "representation": "exported",
             "pooling": "mean", "rule": rule, "selected_layer": selected, "scores": scores,
             "directions": dict(metrics), "calibration": {"source": "embedded", "count": 8, "sha256": "0" * 64},
             "seed": 0, "versions": {}, "timings": {}}
@@ -38,7 +39,8 @@ def validation(model, num_layers, means, selected=None):
     low = [None if v is None else v - 0.1 for v in by_layer]
     high = [None if v is None else v + 0.1 for v in by_layer]
     best = max(means, key=lambda k: (means[k], -k))
-    return {"model": model, "num_layers": num_layers, "layers_evaluated": sorted(means),
+    return {"format": "layerpick-validation/1", "model": model, "num_layers": num_layers,
+            "layers_evaluated": sorted(means),
             "tasks": {"A": {"main_score_by_layer": low}, "B": {"main_score_by_layer": high}},
             "mean_by_layer": by_layer, "selected_layer": selected, "last_layer": num_layers, "best_layer": best,
             "timings": {}, "versions": {}}
@@ -69,7 +71,7 @@ def three_models(tmp_path):
 def test_table_relative_depth_and_gains(three_models, tmp_path):
     small, base, large = three_models
     result = compare_reports([small, base, large], tmp_path / "cmp")
-    rows = {row["label"]: row for row in result.data["table"]}
+    rows = {row["label"]: row for row in result.report.table}
     assert list(rows) == ["org/small", "base@step1000", "large-alias"]
     s, b, g = rows["org/small"], rows["base@step1000"], rows["large-alias"]
     assert (s["num_layers"], s["selected_layer"], s["selected_depth"]) == (6, 3, pytest.approx(0.5))
@@ -80,10 +82,10 @@ def test_table_relative_depth_and_gains(three_models, tmp_path):
     assert b["best_layer"] == 4 and b["revision"] == "step1000" and b["validated"]
     assert g["selected_depth"] == pytest.approx(0.4) and not g["validated"]
     assert g["selected_score"] is None and g["gain_over_last"] is None and g["best_layer"] is None
-    models = {m["label"]: m for m in result.data["models"]}
+    models = {m["label"]: m for m in result.report.models}
     assert models["large-alias"]["depth"][12] == pytest.approx(0.4) and len(models["large-alias"]["depth"]) == 31
     assert models["org/small"]["validation"].endswith("validation.json") and models["org/small"]["tasks"] == ["A", "B"]
-    assert result.data["metrics"] == {"dataset-entropy": "max", "dime": "min"}
+    assert result.report.metrics == {"dataset-entropy": "max", "dime": "min"}
 
 
 def test_files_written(three_models, tmp_path):
@@ -95,7 +97,7 @@ def test_files_written(three_models, tmp_path):
     assert sorted(p.name for p in result.files) == names
     assert all((out / n).stat().st_size > 0 for n in names)
     assert (out / "metric-dime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert json.loads((out / "compare.json").read_text()) == json.loads(json.dumps(result.data))
+    assert json.loads((out / "compare.json").read_text()) == result.report.to_json()
     markdown = (out / "compare.md").read_text()
     assert "| org/small | 6 | max-dataset-entropy | none | 3 | 0.50 | 0.7000 | 0.6200 | 3 | 0.50 | 0.7000 | +0.0800 |" \
         in markdown
@@ -106,7 +108,7 @@ def test_files_written(three_models, tmp_path):
 def test_without_validation_no_mean_plot(three_models, tmp_path):
     result = compare_reports([three_models[2]], tmp_path / "cmp")
     assert not (tmp_path / "cmp" / "mean-task-score.png").exists()
-    assert result.data["plots"] == ["metric-dataset-entropy.png", "metric-dime.png"]
+    assert result.report.plots == ["metric-dataset-entropy.png", "metric-dime.png"]
 
 
 def test_pairing(three_models, tmp_path):
@@ -127,9 +129,9 @@ def test_validation_only_and_same_folder_files(tmp_path):
     [entry] = load_entries([folder])
     assert entry.select is None and entry.selected_layer is None and entry.rule is None
     result = compare_reports([folder], tmp_path / "cmp")
-    row = result.data["table"][0]
+    row = result.report.table[0]
     assert row["best_layer"] == 2 and row["last_score"] == pytest.approx(0.4) and row["gain_over_last"] is None
-    assert result.data["plots"] == ["mean-task-score.png"]
+    assert result.report.plots == ["mean-task-score.png"]
 
 
 def test_pair_checks(tmp_path):
@@ -166,9 +168,13 @@ def test_short_name():
     (None, ReportNotFoundError, "report not found"),
     ("{not json", NotAReportError, "not valid JSON"),
     ("[1, 2]", NotAReportError, "expected a JSON object"),
-    ({"model": "m", "num_layers": 4, "rule": "max-dime"}, NotAReportError, "missing selected_layer, scores"),
-    ({"model": "m", "tasks": {}}, NotAReportError, "missing num_layers, mean_by_layer (keys of a validation.json)"),
-    ({"hello": 1}, NotAReportError, "or model, num_layers, tasks, mean_by_layer (a validation.json)"),
+    ({"format": "layerpick-select/1", "model": "m", "num_layers": 4, "rule": "max-dime"}, NotAReportError,
+     "missing selected_layer, scores"),
+    ({"format": "layerpick-validation/1", "model": "m", "tasks": {}}, NotAReportError,
+     "is not a layerpick validation.json: missing num_layers, mean_by_layer"),
+    ({"hello": 1}, NotAReportError, "no format key (expected layerpick-select/1 for a select report.json or "
+                                    "layerpick-validation/1 for a validation.json)"),
+    ({"format": "layerpick-bench/1"}, NotAReportError, "format 'layerpick-bench/1'"),
     ({**select_report("m", 4, 2), "selected_layer": 9}, NotAReportError, "selected_layer must be a layer in 0..4"),
     ({**select_report("m", 4, 2), "scores": {"dime": [1.0, 2.0]}}, NotAReportError, "must hold 5 values"),
     ({**select_report("m", 4, 2), "num_layers": 0}, NotAReportError, "num_layers must be a positive integer"),
@@ -194,7 +200,7 @@ def test_a_metric_without_values_draws_an_empty_plot_without_warnings(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # matplotlib's "No artists with labels found to put in legend"
         result = compare_reports([write(tmp_path / "r.json", report)], tmp_path / "cmp")
-    assert "metric-dime.png" in result.data["plots"] and (tmp_path / "cmp" / "metric-dime.png").is_file()
+    assert "metric-dime.png" in result.report.plots and (tmp_path / "cmp" / "metric-dime.png").is_file()
 
 
 def test_empty_folder_and_no_inputs(tmp_path):
@@ -314,7 +320,7 @@ def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
 @pytest.mark.parametrize("case, message", [
     ("missing", "report not found"),
     ("bad-json", "not valid JSON"),
-    ("not-report", "missing"),
+    ("not-report", "no format key"),
     ("overwrite-foreign", "holds no earlier layerpick comparison"),
 ])
 def test_cli_user_errors(three_models, tmp_path, capsys, monkeypatch, case, message):
@@ -351,7 +357,8 @@ def test_cli_help_has_an_example(capsys, monkeypatch):
 def test_real_tiny_selects(tiny_dirs, tmp_path):
     from layerpick.core.collect import CollectConfig
     from layerpick.core.models import LoadOptions
-    from layerpick.selection.job import SelectConfig, select_and_write
+    from layerpick.selection.config import SelectConfig
+    from layerpick.selection.job import select_and_write
 
     calibration = tmp_path / "calib.txt"
     calibration.write_text("\n".join(f"sentence number {i} talks about topic {i % 5} and more" for i in range(16)))
@@ -360,7 +367,7 @@ def test_real_tiny_selects(tiny_dirs, tmp_path):
     for family in ("llama", "gpt2"):
         select_and_write(str(tiny_dirs(family)), LoadOptions(), config, tmp_path / "out" / family)
     result = compare_reports([tmp_path / "out"], tmp_path / "cmp")
-    rows = result.data["table"]
+    rows = result.report.table
     assert len(rows) == 2 and len({row["label"] for row in rows}) == 2
     for row in rows:
         assert row["num_layers"] == 4 and row["selected_depth"] == pytest.approx(row["selected_layer"] / 4)

@@ -33,9 +33,9 @@ from layerpick.export.model_card import (
     render_model_card,
     reproduce_command,
 )
+from layerpick._util.outputs import OutputExistsError
 from layerpick.export.st_layout import (
     POOLING_FLAGS,
-    OutputExistsError,
     layout_problems,
     legacy_rope_keys,
 )
@@ -211,7 +211,8 @@ def test_metadata_and_card(tiny_dir, tmp_path):
 
 def make_report(source: Path, **overrides) -> dict:
     report = {
-        "model": str(source), "num_layers": LAYERS, "selected_layer": 2, "pooling": "lasttoken",
+        "format": "layerpick-select/1", "model": str(source), "num_layers": LAYERS, "selected_layer": 2,
+        "pooling": "lasttoken",
         "representation": "exported", "rule": "argmin-prompt-entropy",
         "scores": {"prompt_entropy": [0.9, 0.7, 0.4, 0.6, 0.8], "dime": [None, 0.1, 0.2, 0.3, 0.1]},
         "calibration": {"source": "embedded", "count": 64},
@@ -252,7 +253,7 @@ def test_report_pooling_conflict_and_bad_reports(tiny_dir, tmp_path):
     report.write_text(json.dumps(make_report(source)))
     with pytest.raises(ExportError, match="contradicts the report"):
         export_model(str(source), None, tmp_path / "out", ExportConfig(report=report, pooling="mean", progress=False))
-    report.write_text(json.dumps({"model": str(source)}))
+    report.write_text(json.dumps({"format": "layerpick-select/1", "model": str(source)}))
     with pytest.raises(ExportError, match="missing num_layers"):
         export_model(str(source), None, tmp_path / "out", ExportConfig(report=report, progress=False))
     with pytest.raises(ExportError, match="report not found"):

@@ -143,8 +143,8 @@ def test_validation_scores_the_embedder_that_export_ships(source, tmp_path):
     task = sts_folder(tmp_path)
     out = tmp_path / "export"
     export_model(str(source), LAYERS, out, ExportConfig(progress=False))
-    layers = run_validation(str(source), [str(task)], ValidateConfig(layers=str(LAYERS), output_dir=tmp_path / "v1", store_dir=tmp_path / "store", progress=False)).data
-    exported = run_validation(None, [str(task)], ValidateConfig(exported_dir=out, output_dir=tmp_path / "v2", store_dir=tmp_path / "store", progress=False)).data
+    layers = run_validation(str(source), [str(task)], ValidateConfig(layers=str(LAYERS), output_dir=tmp_path / "v1", store_dir=tmp_path / "store", progress=False)).report.to_json()
+    exported = run_validation(None, [str(task)], ValidateConfig(exported_dir=out, output_dir=tmp_path / "v2", store_dir=tmp_path / "store", progress=False)).report.to_json()
     assert layers["normalize"] is True and layers["max_length"] == 24
     name = task.name
     assert layers["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(

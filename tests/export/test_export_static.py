@@ -197,7 +197,8 @@ def test_validate_exported_scores_it_at_its_layer(bert_static, tmp_path):
 
 
 def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dirs, tmp_path, caplog):
-    from layerpick.selection.job import SelectConfig, run_select
+    from layerpick.selection.config import SelectConfig
+    from layerpick.selection.job import run_select
     from layerpick.selection.report import write_report
     from tests.testkit.calibration import QUIET, calibration_file
 

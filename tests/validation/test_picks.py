@@ -41,13 +41,13 @@ def test_no_cost_or_no_scored_layer_gives_no_section():
 
 
 def test_a_validation_run_writes_the_cost_frontier_and_its_plot(tmp_path, tiny_model):
-    select = {"model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
+    select = {"format": "layerpick-select/1", "model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
               "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0]}, "directions": {"up": "max"}}
     (tmp_path / "report.json").write_text(json.dumps(select))
     config = ValidateConfig(output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False,
                             report=tmp_path / "report.json", choice=ChoiceOptions.parse(None, 0.5))
     report = run_validation("tiny", [str(ALL_KINDS["sts"](tmp_path))], config)
-    data = report.data
+    data = report.report.to_json()
     assert data["cost"] == layer_costs(make_model("bert")).to_json()
     section = data["frontier"]
     assert section["chosen_layer"] == 1  # a loss of 0.5 admits every layer: the shallowest is taken

@@ -48,7 +48,7 @@ def expected(loaded, folder, layer, prompt):
 def test_a_template_is_evaluated_on_the_wrapped_texts(tmp_path, tiny_llama):
     folder = ALL_KINDS["sts"](tmp_path)
     report = validate(tmp_path, [folder], layers=[1, LAYERS], prompt="eol")
-    data = report.data
+    data = report.report.to_json()
     assert data["prompt"]["name"] == "eol" and data["pooling"] == "lasttoken" and "by_prompt" not in data
     for layer in (1, LAYERS):
         assert data["tasks"]["sts"]["main_score_by_layer"][layer] == pytest.approx(
@@ -57,12 +57,12 @@ def test_a_template_is_evaluated_on_the_wrapped_texts(tmp_path, tiny_llama):
 
 def test_several_templates_side_by_side(tmp_path, tiny_llama):
     folder = ALL_KINDS["sts"](tmp_path)
-    both = validate(tmp_path, [folder], layers=[1, LAYERS], prompt="none,eol").data
+    both = validate(tmp_path, [folder], layers=[1, LAYERS], prompt="none,eol").report.to_json()
     assert list(both["by_prompt"]) == ["none", "eol"]
     assert both["by_prompt"]["none"]["pooling"] == "mean" and both["by_prompt"]["eol"]["pooling"] == "lasttoken"
     assert both["by_prompt"]["none"]["mean_by_layer"] == both["mean_by_layer"]  # the first template leads
     for label in ("none", "eol"):
-        alone = validate(tmp_path, [folder], layers=[1, LAYERS], prompt=label, output_dir=tmp_path / label).data
+        alone = validate(tmp_path, [folder], layers=[1, LAYERS], prompt=label, output_dir=tmp_path / label).report.to_json()
         assert both["by_prompt"][label]["mean_by_layer"] == alone["mean_by_layer"]
         assert alone["texts_encoded"] == 0  # the template's own store already holds every text
     best = max((entry["mean_by_layer"][k], label, k) for label, entry in both["by_prompt"].items() for k in (1, LAYERS))
@@ -74,14 +74,14 @@ def test_several_templates_side_by_side(tmp_path, tiny_llama):
 
 
 def test_the_reports_template_is_the_default(tmp_path, tiny_llama):
-    select = {"model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "min-infonce", "pooling": "lasttoken",
+    select = {"format": "layerpick-select/1", "model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "min-infonce", "pooling": "lasttoken",
               "scores": {"infonce": [None, 1.0, 0.5, 0.7, 0.9]}, "directions": {"infonce": "min"},
               "prompt": parse_prompt("sum").to_json()}
     (tmp_path / "report.json").write_text(json.dumps(select))
-    data = validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], layers="selected", report=tmp_path / "report.json").data
+    data = validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], layers="selected", report=tmp_path / "report.json").report.to_json()
     assert data["prompt"]["name"] == "sum" and data["layers_evaluated"] == [2, LAYERS]
     led = validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], layers="selected", report=tmp_path / "report.json",
-                   prompt="none,sum", output_dir=tmp_path / "two").data
+                   prompt="none,sum", output_dir=tmp_path / "two").report.to_json()
     assert list(led["by_prompt"]) == ["sum", "none"] and led["prompt"]["name"] == "sum"
 
 

@@ -17,7 +17,8 @@ from layerpick.validation import (
     run_validation,
 )
 from layerpick.validation.encoder import layer_model_meta
-from layerpick.validation.run import ValidationReport, main_score, single_threaded_blas
+from layerpick.validation.result import ValidationReport
+from layerpick.validation.run import main_score, single_threaded_blas
 from tests.testkit.tasks import ALL_KINDS, failing_classification
 from tests.testkit.tiny import LAYERS
 
@@ -45,8 +46,8 @@ def validate(tmp_path, folders, **kwargs):
 def test_single_pass_scores_equal_encoding_each_layer_alone(tmp_path, tiny_model, kind):
     folder = ALL_KINDS[kind](tmp_path)
     report = validate(tmp_path, [folder], layers=SOME)
-    (name,) = report.data["tasks"]
-    scores = report.data["tasks"][name]["main_score_by_layer"]
+    (name,) = report.report.to_json()["tasks"]
+    scores = report.report.to_json()["tasks"][name]["main_score_by_layer"]
     assert len(scores) == LAYERS + 1 and report.ok
     assert [k for k, v in enumerate(scores) if v is not None] == SOME
     (spec,) = resolve_tasks([str(folder)])
@@ -63,7 +64,7 @@ def test_decoder_family_and_mteb_named_folder(tmp_path, tiny_llama):
     (spec,) = resolve_tasks([str(folder)])
     result = mteb.evaluate(OneLayerEncoder(tiny_llama, LAYERS), spec.new_task(), cache=None, show_progress_bar=False,
                            co2_tracker=False)
-    assert report.data["tasks"]["STSBenchmark"]["main_score_by_layer"][LAYERS] == pytest.approx(
+    assert report.report.to_json()["tasks"]["STSBenchmark"]["main_score_by_layer"][LAYERS] == pytest.approx(
         main_score(result.task_results[0]), abs=1e-6)
 
 
@@ -75,7 +76,7 @@ def test_one_forward_pass_per_distinct_text(tmp_path, tiny_model):
         for line in (folder / "test.jsonl").read_text().splitlines():
             row = json.loads(line)
             distinct.update([row["sentence1"], row["sentence2"]])
-    assert report.data["texts_encoded"] == len(distinct)
+    assert report.report.to_json()["texts_encoded"] == len(distinct)
 
 
 def test_resume_skips_finished_pairs(tmp_path, tiny_model, monkeypatch):
@@ -87,10 +88,10 @@ def test_resume_skips_finished_pairs(tmp_path, tiny_model, monkeypatch):
     assert len(calls) == 2 * len(SOME)
     calls.clear()
     second = validate(tmp_path, folders, layers=SOME)
-    assert calls == [] and second.data["texts_encoded"] == 0
-    assert second.data["tasks"] == {
+    assert calls == [] and second.report.to_json()["texts_encoded"] == 0
+    assert second.report.to_json()["tasks"] == {
         name: {**task, "evaluations_run": 0, "evaluations_reused": len(SOME)}
-        for name, task in first.data["tasks"].items()
+        for name, task in first.report.to_json()["tasks"].items()
     }
     results = tmp_path / "out" / "results"
     next(results.glob("layerpick__tiny__layer-2/*/experiments/*/sts.json")).unlink()
@@ -114,19 +115,19 @@ def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model, monkeypat
     report = validate(tmp_path, [failing_classification(tmp_path, monkeypatch), ALL_KINDS["sts"](tmp_path)])
     assert list(report.failures) == ["broken"]
     assert "class" in report.failures["broken"]
-    assert None not in report.data["tasks"]["sts"]["main_score_by_layer"]
-    assert report.data["mean_over"] == ["sts"]
+    assert None not in report.report.to_json()["tasks"]["sts"]["main_score_by_layer"]
+    assert report.report.to_json()["mean_over"] == ["sts"]
     assert json.loads((tmp_path / "out" / "validation.json").read_text())["failures"] == report.failures
 
 
 def test_report_comparison_and_metric_correlations(tmp_path, tiny_model):
-    select = {"model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
+    select = {"format": "layerpick-select/1", "model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
               "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0], "down": [4.0, 3.0, 2.0, 1.0, 0.0], "missing": None},
               "directions": {"up": "max", "down": "min"}}
     (tmp_path / "report.json").write_text(json.dumps(select))
     report = validate(tmp_path, [ALL_KINDS["sts"](tmp_path), ALL_KINDS["retrieval"](tmp_path)],
                       report=tmp_path / "report.json")
-    data = report.data
+    data = report.report.to_json()
     means = data["mean_by_layer"]
     assert means == pytest.approx([np.mean([t["main_score_by_layer"][k] for t in data["tasks"].values()])
                                    for k in range(LAYERS + 1)])
@@ -157,7 +158,8 @@ def test_selected_layers_need_a_report(tmp_path):
 
 def test_report_for_another_model_is_refused(tmp_path, tiny_model):
     (tmp_path / "report.json").write_text(json.dumps(
-        {"model": "x", "num_layers": 30, "selected_layer": 3, "rule": "r", "scores": {}}))
+        {"format": "layerpick-select/1", "model": "x", "num_layers": 30, "selected_layer": 3, "rule": "r",
+         "scores": {}}))
     with pytest.raises(LayerpickError, match="30 layers"):
         validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], report=tmp_path / "report.json")
 
@@ -174,9 +176,9 @@ def test_normalize_follows_the_models_own_pipeline(tmp_path, tiny_model):
     folder = ALL_KINDS["sts"](tmp_path)
     raw = validate(tmp_path, [folder], layers=[1])
     unit = validate(tmp_path, [folder], layers=[1], normalize=True)
-    assert (raw.data["normalize"], unit.data["normalize"]) == (False, True)
-    assert unit.data["tasks"]["sts"]["main_score_by_layer"][1] == pytest.approx(
-        raw.data["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6)  # cosine does not see the norm
+    assert (raw.report.to_json()["normalize"], unit.report.to_json()["normalize"]) == (False, True)
+    assert unit.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1] == pytest.approx(
+        raw.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6)  # cosine does not see the norm
 
 
 def test_layer_words_are_checked_without_a_model():
@@ -191,7 +193,12 @@ def test_layer_words_are_checked_without_a_model():
 def test_validation_report_round_trips_through_its_file(tmp_path, tiny_model):
     report = validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], layers=SOME)
     on_disk = json.loads((tmp_path / "out" / "validation.json").read_text())
-    again = ValidationReport.from_json(on_disk, tmp_path / "out")
-    assert again.to_json() == report.to_json() and again.ok == report.ok
+    again = ValidationReport.read(tmp_path / "out" / "validation.json")
+    assert on_disk["format"] == "layerpick-validation/1"
+    assert again == report.report and again.to_json() == on_disk and again.ok == report.ok
     with pytest.raises(ReportFormatError, match="missing mean_by_layer"):
-        ValidationReport.from_json({k: v for k, v in on_disk.items() if k != "mean_by_layer"}, tmp_path)
+        ValidationReport.from_json({k: v for k, v in on_disk.items() if k != "mean_by_layer"})
+    with pytest.raises(ReportFormatError, match="is a layerpick-select file, not a layerpick validation.json"):
+        ValidationReport.from_json({**on_disk, "format": "layerpick-select/1"})
+    with pytest.raises(ReportFormatError, match="of format version 2; this layerpick reads version 1"):
+        ValidationReport.from_json({**on_disk, "format": "layerpick-validation/2"})

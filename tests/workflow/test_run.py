@@ -11,7 +11,7 @@ import pytest
 from layerpick.bench.run import BenchConfig
 from layerpick.errors import LayerpickError
 from layerpick.selection import job as select_run
-from layerpick.selection.job import SelectConfig
+from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
 from tests.testkit.tasks import failing_classification, sts_folder
@@ -48,8 +48,8 @@ def test_every_stage_writes_its_artifacts(finished_run):
                  "model/layerpick.json", "model/model.safetensors", "bench.json", "run.json"):
         assert (out / path).is_file(), path
     assert [p.name for p in files] == ["report.md", "report.html"]
-    assert result.export["layer"] == result.select["selected_layer"]
-    assert result.export["parity"]["passed"]
+    assert result.export.layer == result.select.selected_layer
+    assert result.export.parity["passed"]
     assert set(result.stages) == {"select", "validate", "export", "bench"}
     assert not any(stage["reused"] for stage in result.stages.values())
 
@@ -57,11 +57,11 @@ def test_every_stage_writes_its_artifacts(finished_run):
 def test_report_answers_which_layer_how_good_how_fast(finished_run):
     result, files, _ = finished_run
     text = files[0].read_text()
-    k, num = result.select["selected_layer"], result.select["num_layers"]
+    k, num = result.select.selected_layer, result.select.num_layers
     assert f"**Which layer:** layer {k} of {num}" in text
-    mean = result.validation["mean_by_layer"][k]
+    mean = result.validation.mean_by_layer[k]
     assert f"mean main score {mean:.4f} at layer {k}" in text
-    ratio = result.bench["rows"][1]["throughput_ratio"]
+    ratio = result.bench.rows[1].throughput_ratio
     assert f"batch 4: {ratio:.2f}x the full model's throughput" in text
     for heading in ("## Model", "## Calibration set", "## Every metric by layer", "## Rule and chosen layer",
                     "## Validation by layer", "## Export", "## Speed", "## Reproduce"):
@@ -81,8 +81,8 @@ def test_model_card_gains_validation_and_speed(finished_run):
     card = (result.export_dir / "README.md").read_text()
     assert "## Validation" in card and "## Speed" in card
     metadata = json.loads((result.export_dir / "layerpick.json").read_text())
-    assert metadata["speedup"]["batch 4"]["throughput x"] == pytest.approx(result.bench["rows"][1]["throughput_ratio"])
-    assert metadata["validation"]["mean_by_layer"] == result.validation["mean_by_layer"]
+    assert metadata["speedup"]["batch 4"]["throughput x"] == pytest.approx(result.bench.rows[1].throughput_ratio)
+    assert metadata["validation"]["mean_by_layer"] == result.validation.mean_by_layer
 
 
 def test_rerun_reuses_every_finished_stage(finished_run, tmp_path, monkeypatch):
@@ -109,7 +109,7 @@ def test_a_changed_option_recomputes_only_what_depends_on_it(finished_run, tmp_p
     again = run_workflow(result.model, out, config=changed, progress=False)
     assert {name: stage["reused"] for name, stage in again.stages.items()} == {
         "select": True, "validate": True, "export": True, "bench": False}
-    assert [row["batch_size"] for row in again.bench["rows"]] == [2]
+    assert [row.batch_size for row in again.bench.rows] == [2]
 
 
 def test_force_recomputes_everything(finished_run, tmp_path, monkeypatch):
@@ -192,7 +192,7 @@ def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monke
     task, broken = sts_folder(tmp_path), failing_classification(tmp_path, monkeypatch)
     config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
     first = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
-    assert list(first.validation["failures"]) == ["broken"]
+    assert list(first.validation.failures) == ["broken"]
     assert json.loads((tmp_path / "out" / "run.json").read_text())["stages"]["validate"]["key"] is None
     again = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     assert again.stages["select"]["reused"] and not again.stages["validate"]["reused"]
@@ -214,12 +214,12 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     select, chosen = result.select, result.select.prompt
     assert set(select.by_prompt) == {"eol", "sum"}
-    assert list(result.validation["by_prompt"])[0] == chosen["name"]  # the chosen template leads
-    shipped = result.export["prompt"] or {"template": None}  # an export of plain text records no template
-    assert result.validation["prompt"] == chosen and shipped["template"] == chosen["template"]
+    assert list(result.validation.by_prompt)[0] == chosen["name"]  # the chosen template leads
+    shipped = result.export.prompt or {"template": None}  # an export of plain text records no template
+    assert result.validation.prompt == chosen and shipped["template"] == chosen["template"]
     texts = ["the quick brown fox", "numbers like 42 and more"]
     exported = SentenceTransformer(str(result.export_dir), device="cpu").encode(texts, convert_to_tensor=True)
-    config = CollectConfig(pooling=select.pooling, progress=False, max_length=result.export["max_seq_length"],
+    config = CollectConfig(pooling=select.pooling, progress=False, max_length=result.export.max_seq_length,
                            prompt=prompt_from_json(chosen))
     full = collect(load_model(str(tiny_dirs("llama"))), texts, config).layer(select.selected_layer)
     assert (exported - full).abs().max().item() < 1e-4

@@ -8,7 +8,7 @@ import pytest
 
 from layerpick.bench.run import BenchConfig
 from layerpick.frontier.choice import ChoiceOptions
-from layerpick.selection.job import SelectConfig
+from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
 from tests.testkit.cli import LAYERPICK, assert_one_line_error
@@ -35,15 +35,15 @@ def run(tiny_dirs, out, task=None, **changes):
 
 def test_max_loss_exports_the_shallowest_layer_within_the_loss(tiny_dirs, tmp_path, task):
     result, text = run(tiny_dirs, tmp_path / "out", task, choice=ChoiceOptions.parse(None, "1"))
-    means = result.validation["mean_by_layer"]
-    assert result.export["layer"] == 1  # a loss of 1 admits every layer: the shallowest
-    section = result.validation["frontier"]
+    means = result.validation.mean_by_layer
+    assert result.export.layer == 1  # a loss of 1 admits every layer: the shallowest
+    section = result.validation.frontier
     assert section["chosen_layer"] == 1 and section["picks"]["validated"]["loss"] == pytest.approx(
         max(means[1:]) - means[1])
     assert "unsupervised" in section["picks"]
     assert "chosen from the validation (`--max-loss 1`" in text
     assert "## Quality against speed" in text and "Exported: layer 1: --max-loss 1: the shallowest layer" in text
-    ratio = result.bench["rows"][0]["throughput_ratio"]
+    ratio = result.bench.rows[0].throughput_ratio
     assert f"{ratio:.2f}x (batch 2)" in text  # the benched layer's measured speed-up in the frontier table
     assert (result.output / "validate" / "frontier.png").is_file()
     assert "--max-loss 1" in text.split("## Reproduce")[1]
@@ -51,7 +51,7 @@ def test_max_loss_exports_the_shallowest_layer_within_the_loss(tiny_dirs, tmp_pa
 
 def test_choose_validated_exports_the_best_layer(tiny_dirs, tmp_path, task):
     result, _ = run(tiny_dirs, tmp_path / "out", task, choice=ChoiceOptions.parse("validated", None), bench=None)
-    assert result.export["layer"] == result.validation["frontier"]["best_layer"]
+    assert result.export.layer == result.validation.frontier["best_layer"]
 
 
 def test_without_tasks_the_report_shows_the_unsupervised_frontier(tiny_dirs, tmp_path):

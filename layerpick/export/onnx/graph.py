@@ -40,7 +40,7 @@ INT8_FILE = f"{GRAPH_DIR}/model_quantized.onnx"  # the name infinity's optimum e
 # (TEI's ONNX backend, infinity's optimum engine). Its name is one that no reader picks up by itself: a
 # `model.onnx` beside `onnx/model.onnx` is taken by sentence-transformers' ONNX backend (which then applies the
 # Dense module a second time: measured in benchmarks/results/engines_transforms.md), so such a reader is given
-# this file under the name it expects (README, "Calibrated embeddings").
+# this file under the name it expects (docs/transforms.md, "Calibrated embeddings").
 MAPPED_FILE = f"{GRAPH_DIR}/model_mapped.onnx"
 OUTPUT_NAME = "last_hidden_state"
 INPUT_ORDER = ("input_ids", "attention_mask", "token_type_ids")

@@ -1,4 +1,4 @@
-"""The numbers of validation.json: per-task scores by layer, their mean, selected/last/best layers, and the
+"""Task scores by layer, as validate, compare and run read them: per-task scores by layer, their mean, selected/last/best layers, and the
 Spearman correlation across layers between each unsupervised select metric and the mean task score.
 
 Pure functions over plain lists and dicts.

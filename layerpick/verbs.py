@@ -1,0 +1,106 @@
+"""The public verbs, one per stage: `select`, `validate`, `export`, `bench`, `run`, `compare`, `serve`.
+
+One argument pattern for all: what is worked on (a model, an export folder, report files), then the stage's
+config object (`SelectConfig`, `ValidateConfig`, `ExportConfig`, `BenchConfig`, `RunConfig`, `ServeConfig`;
+None takes its defaults), then keyword-only `load` (how a model is loaded, `LoadOptions`), `output` (where
+files go), `overwrite` (for the verbs that replace an earlier output) and `progress` (bars on stderr). Each
+returns the stage's typed result. The stage packages behind them are imported on first call, so importing
+`layerpick` stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+__all__ = ["bench", "compare", "export", "run", "select", "serve", "validate"]
+
+if TYPE_CHECKING:
+    from layerpick.bench import BenchConfig, BenchResult
+    from layerpick.compare import Comparison
+    from layerpick.core.models import LoadOptions
+    from layerpick.export import ExportConfig, ExportResult
+    from layerpick.selection import SelectConfig
+    from layerpick.selection.result import SelectReport
+    from layerpick.serve import ServeConfig
+    from layerpick.validation import ValidateConfig, ValidationRun
+    from layerpick.workflow import RunConfig, RunResult
+
+
+def select(model: str, config: SelectConfig | None = None, *, load: LoadOptions | None = None,
+           output: str | Path | None = None, progress: bool = True) -> SelectReport:
+    """Score every layer of `model` on the calibration texts and choose one; with `output`, also write
+    report.json, report.md and metrics.png there."""
+    from layerpick.core.models import LoadOptions
+    from layerpick.selection.config import SelectConfig
+    from layerpick.selection.job import run_select, select_and_write
+
+    config = config or SelectConfig()
+    config = dataclasses.replace(config, collect=dataclasses.replace(config.collect, progress=progress))
+    if output is None:
+        return run_select(model, load or LoadOptions(), config)
+    report, _ = select_and_write(model, load or LoadOptions(), config, Path(output))
+    return report
+
+
+def validate(model: str | None, config: ValidateConfig, *, load: LoadOptions | None = None,
+             output: str | Path | None = None, progress: bool = True) -> ValidationRun:
+    """Evaluate `model`'s layers (or the export in `config.exported_dir`, with `model` None) on `config.tasks`
+    with MTEB's evaluators; validation.json and the plots go to `output` (None: layerpick-out/<model>/validation)."""
+    from layerpick.core.models import LoadOptions
+    from layerpick.validation.run import run_validation
+
+    config = dataclasses.replace(config, progress=progress,
+                                 output_dir=Path(output) if output is not None else config.output_dir)
+    return run_validation(model, list(config.tasks), config, load_options=load or LoadOptions())
+
+
+def export(model: str, config: ExportConfig, *, load: LoadOptions | None = None, output: str | Path,
+           overwrite: bool = False, progress: bool = True) -> ExportResult:
+    """Cut `model` after block `config.layer` (or the layer `config.report` chose), save it as a
+    sentence-transformers folder at `output` (ONNX or a static table per `config.format`), parity-checked."""
+    from layerpick.core.models import LoadOptions
+    from layerpick.export.job import export_model
+
+    config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
+    return export_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
+
+
+def bench(export_dir: str | Path, config: BenchConfig | None = None, *, output: str | Path | None = None,
+          progress: bool = True) -> BenchResult:
+    """Time the export in `export_dir` against the full model it was cut from, interleaved in one process; with
+    `output`, also write the result there as bench.json."""
+    from layerpick._util.atomic import write_json_atomic
+    from layerpick.bench.run import BenchConfig, run_bench
+
+    result = run_bench(export_dir, config or BenchConfig(), progress=progress)
+    if output is not None:
+        write_json_atomic(Path(output), result.to_json())
+    return result
+
+
+def run(model: str, config: RunConfig | None = None, *, load: LoadOptions | None = None,
+        output: str | Path | None = None, progress: bool = True) -> RunResult:
+    """select, validate (with `config.tasks`), export and bench `model` into `output` (None:
+    layerpick-out/<model>/run), reusing finished stages, then write the run's report."""
+    from layerpick.core.models import LoadOptions
+    from layerpick._util.outputs import model_output_dir
+    from layerpick.workflow.run import RunConfig, run_workflow
+
+    target = Path(output) if output is not None else model_output_dir(model) / "run"
+    return run_workflow(model, target, load or LoadOptions(), config or RunConfig(), progress=progress)
+
+
+def compare(reports: Sequence[str | Path], *, output: str | Path, overwrite: bool = False) -> Comparison:
+    """Overlay several select reports and validations (files or folders) on relative depth into `output`."""
+    from layerpick.compare.run import compare_reports
+
+    return compare_reports(reports, output, overwrite=overwrite)
+
+
+def serve(export_dir: str | Path, config: ServeConfig | None = None) -> None:
+    """Serve the export in `export_dir` over HTTP (OpenAI-style /v1/embeddings) until SIGTERM or SIGINT."""
+    from layerpick.serve.server import ServeConfig, serve as serve_forever
+
+    serve_forever(export_dir, config or ServeConfig())
