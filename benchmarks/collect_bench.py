@@ -35,8 +35,13 @@ def run_one(mode: str, model: str, texts: int, batch_size: int) -> dict:
     else:
         collect(loaded, sample, config)
     seconds = time.perf_counter() - start
-    return {"mode": mode, "seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "texts": len(sample), "layers": loaded.num_layers}
+    return {
+        "mode": mode,
+        "seconds": seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "texts": len(sample),
+        "layers": loaded.num_layers,
+    }
 
 
 def _plain_loop(loaded, texts, config) -> None:
@@ -47,8 +52,9 @@ def _plain_loop(loaded, texts, config) -> None:
     order = sorted(range(len(texts)), key=lambda i: -lengths[i])
     for start in range(0, len(order), config.batch_size):
         batch = [texts[i] for i in order[start : start + config.batch_size]]
-        encoded = loaded.tokenizer(batch, padding=True, truncation=True, max_length=config.max_length,
-                                   return_tensors="pt")
+        encoded = loaded.tokenizer(
+            batch, padding=True, truncation=True, max_length=config.max_length, return_tensors="pt"
+        )
         loaded.model(**encoded, output_hidden_states=True)
 
 
@@ -67,8 +73,18 @@ def main() -> None:
     runs = {"plain": [], "collect": []}
     for _ in range(args.repeats):
         for mode in ("plain", "collect"):
-            command = [sys.executable, __file__, "--child", mode, "--model", args.model, "--texts", str(args.texts),
-                       "--batch-size", str(args.batch_size)]
+            command = [
+                sys.executable,
+                __file__,
+                "--child",
+                mode,
+                "--model",
+                args.model,
+                "--texts",
+                str(args.texts),
+                "--batch-size",
+                str(args.batch_size),
+            ]
             result = subprocess.run(command, capture_output=True, text=True, check=True)
             runs[mode].append(json.loads(result.stdout.strip().splitlines()[-1]))
     table = _table(args, runs)
@@ -87,7 +103,8 @@ def _table(args, runs) -> str:
     rss = {m: max(r["peak_rss_mb"] for r in runs[m]) for m in runs}
     first = runs["collect"][0]
     lines = [
-        f"# Collection cost: {args.model}, {first['texts']} texts, {first['layers'] + 1} layers, batch {args.batch_size}",
+        f"# Collection cost: {args.model}, {first['texts']} texts, {first['layers'] + 1} layers, batch "
+        f"{args.batch_size}",
         "",
         f"Command: `python benchmarks/collect_bench.py --model {args.model} --texts {args.texts} "
         f"--batch-size {args.batch_size} --repeats {args.repeats}`",

@@ -108,8 +108,12 @@ def _export_here(alias: str, layer: int, target: Path) -> None:
         transformer = Transformer(staging, max_seq_length=512)
         pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=loaded.family.default_pooling)
         SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(target))
-    meta = {"source": {"model": alias, "path": loaded.path}, "layer": layer, "num_layers": num_layers,
-            "pooling": loaded.family.default_pooling}
+    meta = {
+        "source": {"model": alias, "path": loaded.path},
+        "layer": layer,
+        "num_layers": num_layers,
+        "pooling": loaded.family.default_pooling,
+    }
     (target / "layerpick.json").write_text(json.dumps(meta, indent=2))
 
 
@@ -137,8 +141,14 @@ def ideal_speedup(export_dir: Path, layer: int, num_layers: int, texts: list[str
     tokens = sum(len(ids) for ids in tokenizer(texts)["input_ids"]) / len(texts)
     outside, block = flops_per_token(config, tokens)
     full, cut = outside + num_layers * block, outside + layer * block
-    return {"mean_tokens": tokens, "block_mflops": block / 1e6, "outside_mflops": outside / 1e6,
-            "full_mflops": full / 1e6, "cut_mflops": cut / 1e6, "ideal": full / cut}
+    return {
+        "mean_tokens": tokens,
+        "block_mflops": block / 1e6,
+        "outside_mflops": outside / 1e6,
+        "full_mflops": full / 1e6,
+        "cut_mflops": cut / 1e6,
+        "ideal": full / cut,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -153,16 +163,28 @@ def run_one(alias: str, layer: int, args: argparse.Namespace, workdir: Path) -> 
     config = BenchConfig(batch_sizes=tuple(_ints(args.batch_sizes)), texts=args.texts, repeats=args.repeats)
     result = run_bench(target, config)
     ideal = ideal_speedup(target, layer, int(meta["num_layers"]), bench_texts(args.texts))
-    return {"model": alias, "layer": layer, "num_layers": int(meta["num_layers"]), "export": how,
-            "ideal": ideal, "result": result.to_dict(), "notes": result.notes}
+    return {
+        "model": alias,
+        "layer": layer,
+        "num_layers": int(meta["num_layers"]),
+        "export": how,
+        "ideal": ideal,
+        "result": result.to_dict(),
+        "notes": result.notes,
+    }
 
 
 def machine() -> dict:
     import torch
 
     versions = {name: _version(name) for name in ("torch", "transformers", "sentence-transformers")}
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "platform": platform.platform(), **versions}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        **versions,
+    }
 
 
 def _version(name: str) -> str:
@@ -209,18 +231,34 @@ def render(runs: list[dict], command: str, env: dict, loads: tuple[str, str], el
     ]
     for run in runs:
         lines += [_row(run, row) for row in run["result"]["rows"]]
-    lines += ["", *_verdicts(runs), "", "## Notes", "", *_load_note(loads, env["cpus"]),
-              "- Batch size 1 lands further below the ideal than batch 32: tokenisation and the Python work of each "
-              "`encode` call cost both models the same, and at one text per call they weigh the most."]
+    lines += [
+        "",
+        *_verdicts(runs),
+        "",
+        "## Notes",
+        "",
+        *_load_note(loads, env["cpus"]),
+        "- Batch size 1 lands further below the ideal than batch 32: tokenisation and the Python work of each "
+        "`encode` call cost both models the same, and at one text per call they weigh the most.",
+    ]
     lines += [_run_note(run) for run in runs]
     notes = sorted({note for run in runs for note in run["notes"]})
     lines += [f"- {note}" for note in notes]
     memory = {run["result"]["memory_method"] for run in runs} - {None}
     lines += [f"- memory method: {method}" for method in sorted(memory)]
-    lines += ["- The embedding matrix is kept whole by every cut, so parameter and memory ratios stay well above "
-              "K/L (most of all for Gemma-3-270M, whose 262k-token embedding holds 170 M of its 268 M parameters).",
-              "", "<details><summary>raw results (JSON)</summary>", "", "```json",
-              json.dumps(runs, indent=1), "```", "", "</details>", ""]
+    lines += [
+        "- The embedding matrix is kept whole by every cut, so parameter and memory ratios stay well above "
+        "K/L (most of all for Gemma-3-270M, whose 262k-token embedding holds 170 M of its 268 M parameters).",
+        "",
+        "<details><summary>raw results (JSON)</summary>",
+        "",
+        "```json",
+        json.dumps(runs, indent=1),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -232,16 +270,20 @@ def _load_note(loads: tuple[str, str], cpus: int | None) -> list[str]:
         return []
     if cpus is None or busiest <= cpus:
         return []
-    return [f"- The machine was shared with other jobs (load average up to {busiest:.1f} on {cpus} CPUs): absolute "
-            "texts/s and latencies are several times worse than on an idle machine. The ratios still compare like "
-            "with like, because both models met the same load, batch by batch."]
+    return [
+        f"- The machine was shared with other jobs (load average up to {busiest:.1f} on {cpus} CPUs): absolute "
+        "texts/s and latencies are several times worse than on an idle machine. The ratios still compare like "
+        "with like, because both models met the same load, batch by batch."
+    ]
 
 
 def _run_note(run: dict) -> str:
     ideal = run["ideal"]
-    return (f"- {run['model']} K={run['layer']}: exported with {run['export']}; mean {ideal['mean_tokens']:.1f} "
-            f"tokens per text; per token one block costs {ideal['block_mflops']:.2f} MFLOPs, the rest of the model "
-            f"{ideal['outside_mflops']:.3f} MFLOPs.")
+    return (
+        f"- {run['model']} K={run['layer']}: exported with {run['export']}; mean {ideal['mean_tokens']:.1f} "
+        f"tokens per text; per token one block costs {ideal['block_mflops']:.2f} MFLOPs, the rest of the model "
+        f"{ideal['outside_mflops']:.3f} MFLOPs."
+    )
 
 
 def _row(run: dict, row: dict) -> str:
@@ -250,11 +292,13 @@ def _row(run: dict, row: dict) -> str:
     share = row["throughput_ratio"] / ideal
     mb = lambda value: "-" if value is None else f"{value / 1e6:.0f}"  # noqa: E731
     memory = "-" if row["memory_ratio"] is None else f"{row['memory_ratio']:.2f}"
-    return (f"| {run['model']} | {run['layer']} / {run['num_layers']} | {row['batch_size']} | "
-            f"{exported['texts_per_s']:.1f} | {full['texts_per_s']:.1f} | {row['throughput_ratio']:.2f}x | "
-            f"{ideal:.2f}x | {share:.0%} | {exported['latency_median_ms']:.1f} / {full['latency_median_ms']:.1f} | "
-            f"{mb(exported['peak_memory_bytes'])} / {mb(full['peak_memory_bytes'])} | {memory} | "
-            f"{run['result']['parameter_ratio']:.2f} |")
+    return (
+        f"| {run['model']} | {run['layer']} / {run['num_layers']} | {row['batch_size']} | "
+        f"{exported['texts_per_s']:.1f} | {full['texts_per_s']:.1f} | {row['throughput_ratio']:.2f}x | "
+        f"{ideal:.2f}x | {share:.0%} | {exported['latency_median_ms']:.1f} / {full['latency_median_ms']:.1f} | "
+        f"{mb(exported['peak_memory_bytes'])} / {mb(full['peak_memory_bytes'])} | {memory} | "
+        f"{run['result']['parameter_ratio']:.2f} |"
+    )
 
 
 def _verdicts(runs: list[dict]) -> list[str]:
@@ -265,8 +309,9 @@ def _verdicts(runs: list[dict]) -> list[str]:
                 continue
             share = row["throughput_ratio"] / run["ideal"]["ideal"]
             verdict = "meets" if share >= TARGET else "does NOT meet"
-            out.append(f"- {run['model']} K={run['layer']}, batch 32: {share:.0%} of ideal, {verdict} the "
-                       f"{TARGET:.0%} target.")
+            out.append(
+                f"- {run['model']} K={run['layer']}, batch 32: {share:.0%} of ideal, {verdict} the {TARGET:.0%} target."
+            )
     return out
 
 
@@ -304,8 +349,15 @@ def write(path: Path, text: str) -> None:
 
 def _log_run(run: dict) -> None:
     for row in run["result"]["rows"]:
-        logger.info("%s K=%d batch %d: speed-up %.2fx (ideal %.2fx), memory ratio %s", run["model"], run["layer"],
-                    row["batch_size"], row["throughput_ratio"], run["ideal"]["ideal"], row["memory_ratio"])
+        logger.info(
+            "%s K=%d batch %d: speed-up %.2fx (ideal %.2fx), memory ratio %s",
+            run["model"],
+            run["layer"],
+            row["batch_size"],
+            row["throughput_ratio"],
+            run["ideal"]["ideal"],
+            row["memory_ratio"],
+        )
 
 
 if __name__ == "__main__":

@@ -70,12 +70,19 @@ def main() -> None:
             rows.append((name, seconds, runs[0][1], (runs[0][2] or [""])[0]))
             print(f"{name}: {seconds:.2f} s, exit {runs[0][1]}", file=sys.stderr)
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
-    lines = ["# Fault latency: the wait for the one-line answer", "",
-             f"Command: `python benchmarks/fault_latency.py --repeats {args.repeats}` "
-             f"(load average after the run: {' '.join(load)}; median of {args.repeats} fresh processes).", "",
-             "| fault | seconds | exit | message |", "|---|---|---|---|"]
-    lines += [f"| {name} | {seconds:.2f} | {code} | {message.replace('|', '/')[:110]} |"
-              for name, seconds, code, message in rows]
+    lines = [
+        "# Fault latency: the wait for the one-line answer",
+        "",
+        f"Command: `python benchmarks/fault_latency.py --repeats {args.repeats}` "
+        f"(load average after the run: {' '.join(load)}; median of {args.repeats} fresh processes).",
+        "",
+        "| fault | seconds | exit | message |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {name} | {seconds:.2f} | {code} | {message.replace('|', '/')[:110]} |"
+        for name, seconds, code, message in rows
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:

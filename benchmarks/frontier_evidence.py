@@ -63,20 +63,29 @@ def evaluate(model: str, folders: list[str], work: Path, args) -> dict:
     select = run_select(model, config=config)
     committed = committed_means(args.validation_from, model) if args.validation_from else None
     if committed is not None and model not in args.revalidate.split(","):
-        return {"select": select.to_json(), "validation": {"mean_by_layer": committed,
-                                                           "source": str(args.validation_from)}}
-    validation = run_validation(model, folders, ValidateConfig(layers="all", output_dir=work / _slug(model),
-                                                               max_length=args.max_length, progress=True)).data
+        return {
+            "select": select.to_json(),
+            "validation": {"mean_by_layer": committed, "source": str(args.validation_from)},
+        }
+    validation = run_validation(
+        model,
+        folders,
+        ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=args.max_length, progress=True),
+    ).data
     if committed is not None:
-        validation["committed_max_abs_diff"] = max(abs(round(a, 4) - b)
-                                                   for a, b in zip(validation["mean_by_layer"], committed))
+        validation["committed_max_abs_diff"] = max(
+            abs(round(a, 4) - b) for a, b in zip(validation["mean_by_layer"], committed)
+        )
     return {"select": select.to_json(), "validation": validation}
 
 
 def committed_means(path: Path, model: str) -> list[float] | None:
     """The mean score by layer that rule_evidence.md printed for `model` (4 decimals), or None."""
-    section = re.search(rf"^## {re.escape(model)} \(.*?^Mean main score over the tasks, by layer: ([^\n]*)$",
-                        path.read_text(), re.M | re.S)
+    section = re.search(
+        rf"^## {re.escape(model)} \(.*?^Mean main score over the tasks, by layer: ([^\n]*)$",
+        path.read_text(),
+        re.M | re.S,
+    )
     if section is None:
         return None
     pairs = [item.split(": ") for item in section.group(1).split(", ")]
@@ -91,8 +100,9 @@ def picks(select: dict, means: list[float | None]) -> dict[str, int]:
     for loss in (0.01, 0.02):
         out[f"--max-loss {loss:g}"] = choose_validated(means, layers, loss).layer
     for budget in (1.5, 2, 3):
-        out[f"--min-speedup {budget:g}"] = choose_layer(select["scores"], rule, speedup=speedup,
-                                                        min_speedup=budget).layer
+        out[f"--min-speedup {budget:g}"] = choose_layer(
+            select["scores"], rule, speedup=speedup, min_speedup=budget
+        ).layer
     for tolerance in (0.05, 0.1):
         out[f"--tolerance {tolerance:g}"] = choose_layer(select["scores"], rule, tolerance=tolerance).layer
     return out
@@ -120,21 +130,34 @@ def model_section(model: str, entry: dict) -> list[str]:
     speedup = costs.ideal_speedup
     on = frontier(means, speedup, range(1, num + 1))
     best = choose_validated(means, range(num + 1))
-    lines = [f"## {model} ({num} layers; {'; '.join(select['notes']) or 'float weights'})", "",
-             f"Best layer {best.layer} ({best.best_score:.4f}); last layer {num} ({means[num]:.4f}). "
-             f"{provenance(validation)}", "",
-             "Frontier (no other layer has both a higher validated mean score and a higher ideal speed-up):", "",
-             "| layer | mean score | loss vs best | ideal speed-up | params kept |", "|---|---|---|---|---|"]
+    lines = [
+        f"## {model} ({num} layers; {'; '.join(select['notes']) or 'float weights'})",
+        "",
+        f"Best layer {best.layer} ({best.best_score:.4f}); last layer {num} ({means[num]:.4f}). "
+        f"{provenance(validation)}",
+        "",
+        "Frontier (no other layer has both a higher validated mean score and a higher ideal speed-up):",
+        "",
+        "| layer | mean score | loss vs best | ideal speed-up | params kept |",
+        "|---|---|---|---|---|",
+    ]
     for k in on:
-        lines.append(f"| {k} | {means[k]:.4f} | {best.best_score - means[k]:.4f} | {speedup[k]:.2f}x | "
-                     f"{costs.params_kept[k] / costs.params_full:.0%} |")
-    lines += ["", "| way of choosing | layer | mean score | regret | ideal speed-up | measured batch 1 | "
-                  "measured batch 32 |", "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {k} | {means[k]:.4f} | {best.best_score - means[k]:.4f} | {speedup[k]:.2f}x | "
+            f"{costs.params_kept[k] / costs.params_full:.0%} |"
+        )
+    lines += [
+        "",
+        "| way of choosing | layer | mean score | regret | ideal speed-up | measured batch 1 | measured batch 32 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, k in entry["picks"].items():
         measured = entry["measured"].get(str(k), {})
         cells = [_x(measured.get(f"batch {size}")) if k < num else "1.00x" for size in BATCHES]
-        lines.append(f"| `{name}` | {k} | {means[k]:.4f} | {best.best_score - means[k]:.4f} | {speedup[k]:.2f}x | "
-                     f"{cells[0]} | {cells[1]} |")
+        lines.append(
+            f"| `{name}` | {k} | {means[k]:.4f} | {best.best_score - means[k]:.4f} | {speedup[k]:.2f}x | "
+            f"{cells[0]} | {cells[1]} |"
+        )
     return lines + [""]
 
 
@@ -142,8 +165,10 @@ def provenance(validation: dict) -> str:
     if "source" in validation:
         return f"Validated means: reused from `{validation['source']}` (the same protocol)."
     if "committed_max_abs_diff" in validation:
-        return ("Validated again in this run; largest difference from the means committed in the rule evidence: "
-                f"{validation['committed_max_abs_diff']:.4f}.")
+        return (
+            "Validated again in this run; largest difference from the means committed in the rule evidence: "
+            f"{validation['committed_max_abs_diff']:.4f}."
+        )
     return "Validated in this run."
 
 
@@ -155,42 +180,61 @@ def summary(results: dict) -> list[str]:
         best = max(v for v in means[1:] if v is not None)
         for name, k in entry["picks"].items():
             rows.setdefault(name, []).append((best - means[k], speedup[k]))
-    lines = ["## Across models", "", "| way of choosing | mean regret | worst regret | mean ideal speed-up |",
-             "|---|---|---|---|"]
+    lines = [
+        "## Across models",
+        "",
+        "| way of choosing | mean regret | worst regret | mean ideal speed-up |",
+        "|---|---|---|---|",
+    ]
     for name, values in rows.items():
-        lines.append(f"| `{name}` | {statistics.fmean(v[0] for v in values):.4f} | {max(v[0] for v in values):.4f} | "
-                     f"{statistics.fmean(v[1] for v in values):.2f}x |")
+        lines.append(
+            f"| `{name}` | {statistics.fmean(v[0] for v in values):.4f} | {max(v[0] for v in values):.4f} | "
+            f"{statistics.fmean(v[1] for v in values):.2f}x |"
+        )
     base_regret = statistics.fmean(v[0] for v in rows["min-infonce"])
     base_speed = statistics.fmean(v[1] for v in rows["min-infonce"])
-    qualified = [name for name in CANDIDATES if name in rows
-                 and statistics.fmean(v[0] for v in rows[name]) <= base_regret + REGRET_MARGIN
-                 and statistics.fmean(v[1] for v in rows[name]) > base_speed
-                 and all(s >= b for (_, s), (_, b) in zip(rows[name], rows["min-infonce"]))]
-    lines += ["", f"Cost-aware candidates (no label needed) whose mean regret is within {REGRET_MARGIN} of "
-                  f"`min-infonce`'s ({base_regret:.4f}) while picking layers at least as fast on every model and "
-                  f"faster on average: {', '.join(f'`{q}`' for q in qualified) or 'none'}."]
+    qualified = [
+        name
+        for name in CANDIDATES
+        if name in rows
+        and statistics.fmean(v[0] for v in rows[name]) <= base_regret + REGRET_MARGIN
+        and statistics.fmean(v[1] for v in rows[name]) > base_speed
+        and all(s >= b for (_, s), (_, b) in zip(rows[name], rows["min-infonce"]))
+    ]
+    lines += [
+        "",
+        f"Cost-aware candidates (no label needed) whose mean regret is within {REGRET_MARGIN} of "
+        f"`min-infonce`'s ({base_regret:.4f}) while picking layers at least as fast on every model and "
+        f"faster on average: {', '.join(f'`{q}`' for q in qualified) or 'none'}.",
+    ]
     return lines
 
 
 def render(results: dict, args) -> str:
-    lines = ["# The quality-speed frontier, and what each way of choosing gets on it", "",
-             f"Command: `python benchmarks/frontier_evidence.py --models {args.models} --data {args.data} "
-             f"--max-rows {args.max_rows} --limit {args.limit} --max-length {args.max_length} --tasks {args.tasks} "
-             f"--bench-texts {args.bench_texts} --bench-repeats {args.bench_repeats}"
-             + (f" --validation-from {args.validation_from} --revalidate {args.revalidate}" if args.validation_from
-                else "") + "`", "",
-             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at the end "
-             f"{' '.join(Path('/proc/loadavg').read_text().split()[:3]) if Path('/proc/loadavg').exists() else 'n/a'}.",
-             "", "- Select: the embedded calibration set, a seeded sample of "
-             f"{args.limit} texts, texts truncated at {args.max_length} tokens, the default rule and views.",
-             f"- Validate: every layer on the task folders ({args.tasks}), each subsampled deterministically to at "
-             f"most {args.max_rows} test rows as in benchmarks/rule_evidence.py (4x for train; retrieval: a third "
-             "of the rows as judged queries with their documents; clustering: that many sentences per set).",
-             "- Ideal speed-up: `layerpick.core.cost` (compute per token, attention at 128 tokens). Measured: each "
-             f"picked layer against the full model in one process, interleaved, {args.bench_texts} texts, "
-             f"{args.bench_repeats} repeats, throughput ratio.", "- Regret: the best layer's mean score minus the "
-             "pick's.", ""]
+    lines = [
+        "# The quality-speed frontier, and what each way of choosing gets on it",
+        "",
+        f"Command: `python benchmarks/frontier_evidence.py --models {args.models} --data {args.data} "
+        f"--max-rows {args.max_rows} --limit {args.limit} --max-length {args.max_length} --tasks {args.tasks} "
+        f"--bench-texts {args.bench_texts} --bench-repeats {args.bench_repeats}"
+        + (f" --validation-from {args.validation_from} --revalidate {args.revalidate}" if args.validation_from else "")
+        + "`",
+        "",
+        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at the end "
+        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3]) if Path('/proc/loadavg').exists() else 'n/a'}.",
+        "",
+        "- Select: the embedded calibration set, a seeded sample of "
+        f"{args.limit} texts, texts truncated at {args.max_length} tokens, the default rule and views.",
+        f"- Validate: every layer on the task folders ({args.tasks}), each subsampled deterministically to at "
+        f"most {args.max_rows} test rows as in benchmarks/rule_evidence.py (4x for train; retrieval: a third "
+        "of the rows as judged queries with their documents; clustering: that many sentences per set).",
+        "- Ideal speed-up: `layerpick.core.cost` (compute per token, attention at 128 tokens). Measured: each "
+        f"picked layer against the full model in one process, interleaved, {args.bench_texts} texts, "
+        f"{args.bench_repeats} repeats, throughput ratio.",
+        "- Regret: the best layer's mean score minus the pick's.",
+        "",
+    ]
     for model, entry in results.items():
         lines += model_section(model, entry)
     return "\n".join(lines + summary(results)) + "\n"

@@ -56,19 +56,38 @@ def pick_row(model: str, folders: list[str], device: str, dtype: str, work: Path
     folder = work / f"{model}-{device}-{dtype}"
     try:
         report = run_select(model, options, SelectConfig(limit=LIMIT, transform="none", collect=collect))
-        validation = run_validation(model, folders, ValidateConfig(
-            layers="all", output_dir=folder / "validate", store_dir=folder / "store", max_length=MAX_LENGTH,
-            transform="none", progress=False), load_options=options)
+        validation = run_validation(
+            model,
+            folders,
+            ValidateConfig(
+                layers="all",
+                output_dir=folder / "validate",
+                store_dir=folder / "store",
+                max_length=MAX_LENGTH,
+                transform="none",
+                progress=False,
+            ),
+            load_options=options,
+        )
     except LayerpickError as error:
         return {"model": model, "device": device, "dtype": dtype, "error": str(error)}
-    return {"model": model, "device": device, "dtype": dtype, "pick": report.selected_layer,
-            "mean_by_layer": validation.data["mean_by_layer"], "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "model": model,
+        "device": device,
+        "dtype": dtype,
+        "pick": report.selected_layer,
+        "mean_by_layer": validation.data["mean_by_layer"],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def picks(args) -> None:
     folders = task_folders(args.data, args.work, MAX_ROWS, TASKS)
-    rows = [pick_row(model, folders, device, dtype, args.work)
-            for model in installed_models() for device, dtype in PRECISIONS]
+    rows = [
+        pick_row(model, folders, device, dtype, args.work)
+        for model in installed_models()
+        for device, dtype in PRECISIONS
+    ]
     (args.work / "picks.json").write_text(json.dumps(rows, indent=2))
 
 
@@ -100,14 +119,19 @@ def judge(rows: list[dict]) -> list[dict]:
 
 
 def pick_lines(rows: list[dict]) -> list[str]:
-    lines = ["| model | device | dtype | pick | max |score diff| vs CPU | seconds | check |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | device | dtype | pick | max |score diff| vs CPU | seconds | check |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         if "error" in row:
             lines.append(f"| {row['model']} | {row['device']} | {row['dtype']} | – | – | – | error: {row['error']} |")
             continue
         diff = f"{row['max_score_diff']:.4f}" if "max_score_diff" in row else "(reference)"
-        lines.append(f"| {row['model']} | {row['device']} | {row['dtype']} | {row['pick']} | {diff} | "
-                     f"{row['seconds']} | {'ok' if row['ok'] else 'FAILED'} |")
+        lines.append(
+            f"| {row['model']} | {row['device']} | {row['dtype']} | {row['pick']} | {diff} | "
+            f"{row['seconds']} | {'ok' if row['ok'] else 'FAILED'} |"
+        )
     return lines
 
 
@@ -115,15 +139,27 @@ def report(args) -> None:
     rows = judge(json.loads((args.work / "picks.json").read_text()))
     tables = json.loads((args.work / "cuts.json").read_text())
     tests = (args.work / "tests.txt").read_text().strip().splitlines()
-    lines = ["# GPU check", "", f"Device: {torch.cuda.get_device_name(0)} (torch {torch.__version__}, CUDA "
-             f"{torch.version.cuda}). Command: `bash benchmarks/gpu_check.sh` ({args.seconds} s in all).", "",
-             "## The CUDA test subset (`pytest -m cuda`)", "", f"`{tests[-1] if tests else '(no output)'}`", "",
-             "## Picks and scores: CPU float32 against CUDA float16 and bfloat16", "",
-             f"Select: {LIMIT} calibration texts, max length {MAX_LENGTH}, no transform, the default rule. Validate: "
-             f"every layer on {', '.join(TASKS)}, at most {MAX_ROWS} test rows each (seeded). A GPU row passes "
-             f"with the CPU's pick and every layer's mean score within {SCORE_TOLERANCE} of the CPU's.", "",
-             *pick_lines(rows), "", f"## Cuts in {BENCH_DTYPE} on the GPU, batch {', '.join(map(str, BATCH_SIZES))}",
-             ""]
+    lines = [
+        "# GPU check",
+        "",
+        f"Device: {torch.cuda.get_device_name(0)} (torch {torch.__version__}, CUDA "
+        f"{torch.version.cuda}). Command: `bash benchmarks/gpu_check.sh` ({args.seconds} s in all).",
+        "",
+        "## The CUDA test subset (`pytest -m cuda`)",
+        "",
+        f"`{tests[-1] if tests else '(no output)'}`",
+        "",
+        "## Picks and scores: CPU float32 against CUDA float16 and bfloat16",
+        "",
+        f"Select: {LIMIT} calibration texts, max length {MAX_LENGTH}, no transform, the default rule. Validate: "
+        f"every layer on {', '.join(TASKS)}, at most {MAX_ROWS} test rows each (seeded). A GPU row passes "
+        f"with the CPU's pick and every layer's mean score within {SCORE_TOLERANCE} of the CPU's.",
+        "",
+        *pick_lines(rows),
+        "",
+        f"## Cuts in {BENCH_DTYPE} on the GPU, batch {', '.join(map(str, BATCH_SIZES))}",
+        "",
+    ]
     for model, table in tables.items():
         lines += [table.replace("# layerpick bench:", f"### {model}:", 1), ""]
     args.output.write_text("\n".join(lines) + "\n")

@@ -20,8 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REAL = [("minilm-l6", 3, True), ("smollm2-135m", 10, False), ("gemma3-270m", 9, False)]  # alias, K, normalize
 # With a post-pooling transform: a `Dense` module after the pooling (and Normalize after it where asked).
-TRANSFORMED = [("minilm-l6", 3, True, "whiten-256"), ("smollm2-135m", 1, False, "whiten-256"),
-               ("gemma3-270m", 9, False, "center")]
+TRANSFORMED = [
+    ("minilm-l6", 3, True, "whiten-256"),
+    ("smollm2-135m", 1, False, "whiten-256"),
+    ("gemma3-270m", 9, False, "center"),
+]
 
 
 def export_all(work: Path) -> None:
@@ -33,15 +36,20 @@ def export_all(work: Path) -> None:
 
     texts = list(DEFAULT_PARITY_TEXTS)
     (work / "reference").mkdir(parents=True, exist_ok=True)
-    jobs = [(alias, alias, k, normalize, None) for alias, k, normalize in REAL
-            if registry.ENTRIES[alias].is_installed()]
-    jobs += [(f"{alias}-{transform}", alias, k, normalize, transform) for alias, k, normalize, transform
-             in TRANSFORMED if registry.ENTRIES[alias].is_installed()]
+    jobs = [
+        (alias, alias, k, normalize, None) for alias, k, normalize in REAL if registry.ENTRIES[alias].is_installed()
+    ]
+    jobs += [
+        (f"{alias}-{transform}", alias, k, normalize, transform)
+        for alias, k, normalize, transform in TRANSFORMED
+        if registry.ENTRIES[alias].is_installed()
+    ]
     jobs += [(f"tiny-{family}", str(path), 2, False, None) for family, path in _tiny_sources(work)]
     for name, source, k, normalize, transform in jobs:
         out = work / "exports" / name
-        export_model(source, k, out, ExportConfig(normalize=normalize, transform=transform, overwrite=True,
-                                                  progress=False))
+        export_model(
+            source, k, out, ExportConfig(normalize=normalize, transform=transform, overwrite=True, progress=False)
+        )
         embeddings = SentenceTransformer(str(out), device="cpu").encode(texts, batch_size=4)
         record = {"name": name, "layer": k, "texts": texts, "embeddings": embeddings.tolist()}
         (work / "reference" / f"{name}.json").write_text(json.dumps(record))
@@ -63,17 +71,25 @@ def compare_all(work: Path) -> None:
 
     for reference_file in sorted((work / "reference").glob("*.json")):
         record = json.loads(reference_file.read_text())
-        row = {"reader": sentence_transformers.__version__, "transformers": transformers.__version__,
-               "name": record["name"], "layer": record["layer"]}
+        row = {
+            "reader": sentence_transformers.__version__,
+            "transformers": transformers.__version__,
+            "name": record["name"],
+            "layer": record["layer"],
+        }
         try:
             start = time.perf_counter()
             model = SentenceTransformer(str(work / "exports" / record["name"]), device="cpu")
             got = model.encode(record["texts"], batch_size=4)
             want = np.asarray(record["embeddings"], dtype=np.float32)
             cosine = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
-            row |= {"ok": True, "max_abs_diff": float(np.abs(got - want).max()),
-                    "scale": float(np.abs(want).max()), "min_cosine": float(cosine.min()),
-                    "seconds": round(time.perf_counter() - start, 1)}
+            row |= {
+                "ok": True,
+                "max_abs_diff": float(np.abs(got - want).max()),
+                "scale": float(np.abs(want).max()),
+                "min_cosine": float(cosine.min()),
+                "seconds": round(time.perf_counter() - start, 1),
+            }
         except Exception as error:  # noqa: BLE001 - a reader that fails is the result
             row |= {"ok": False, "error": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
         print(json.dumps(row), flush=True)
@@ -109,15 +125,17 @@ def report(work: Path) -> None:
     import transformers
 
     print("# Legacy readers of a layerpick export\n")
-    print(f"Made by `bash benchmarks/check_legacy_readers.sh` on {time.strftime('%Y-%m-%d', time.gmtime())}: "
-          f"exports written with sentence-transformers {sentence_transformers.__version__} and transformers "
-          f"{transformers.__version__}, then loaded in separate venvs (torch 2.13.0 CPU) by the readers below. "
-          "8 texts of different lengths, batch size 4; \"max abs diff\" compares each reader's embeddings "
-          "with the current sentence-transformers' on the same directory. Real models: minilm-l6 K=3 "
-          "(normalised), smollm2-135m K=10, gemma3-270m K=9 (mean pooling); with a post-pooling transform "
-          "(a `Dense` module after the pooling, fitted on the embedded calibration set): minilm-l6 K=3 "
-          "whiten-256 (then Normalize), smollm2-135m K=1 whiten-256, gemma3-270m K=9 center; tiny random models "
-          "of every family at K=2.\n")
+    print(
+        f"Made by `bash benchmarks/check_legacy_readers.sh` on {time.strftime('%Y-%m-%d', time.gmtime())}: "
+        f"exports written with sentence-transformers {sentence_transformers.__version__} and transformers "
+        f"{transformers.__version__}, then loaded in separate venvs (torch 2.13.0 CPU) by the readers below. "
+        '8 texts of different lengths, batch size 4; "max abs diff" compares each reader\'s embeddings '
+        "with the current sentence-transformers' on the same directory. Real models: minilm-l6 K=3 "
+        "(normalised), smollm2-135m K=10, gemma3-270m K=9 (mean pooling); with a post-pooling transform "
+        "(a `Dense` module after the pooling, fitted on the embedded calibration set): minilm-l6 K=3 "
+        "whiten-256 (then Normalize), smollm2-135m K=1 whiten-256, gemma3-270m K=9 center; tiny random models "
+        "of every family at K=2.\n"
+    )
     print("| reader | transformers | export | K | loads | max abs diff | largest value | min cosine |")
     print("|---|---|---|---|---|---|---|---|")
     for results in sorted(work.glob("results-*.jsonl")):

@@ -34,18 +34,25 @@ def main() -> None:
     texts = load_calibration(limit=args.texts).texts
     views = make_views(texts, max(VIEW_COUNTS), seed=0)
     start = time.perf_counter()
-    pooled = collect(loaded, [v for per_text in views for v in per_text],
-                     CollectConfig(max_length=args.max_length, progress=False)).pooled
+    pooled = collect(
+        loaded, [v for per_text in views for v in per_text], CollectConfig(max_length=args.max_length, progress=False)
+    ).pooled
     forward = time.perf_counter() - start
     pooled = pooled.reshape(pooled.shape[0], len(texts), max(VIEW_COUNTS), -1)
     curves = {v: [lidar(layer[:, :v]) for layer in pooled] for v in VIEW_COUNTS}
     reference = curves[max(VIEW_COUNTS)]
-    lines = [f"# LiDAR with fewer views: {args.model}, {len(texts)} texts", "",
-             f"Command: `python benchmarks/lidar_views.py --model {args.model} --texts {args.texts} "
-             f"--max-length {args.max_length}`", "",
-             f"Forward pass over {len(texts) * max(VIEW_COUNTS)} view texts: {forward:.1f} s "
-             "(the cost of views grows linearly with V).", "",
-             "| views V | argmax layer (1..L) | Spearman vs V=16 over layers | LiDAR by layer |", "|---|---|---|---|"]
+    lines = [
+        f"# LiDAR with fewer views: {args.model}, {len(texts)} texts",
+        "",
+        f"Command: `python benchmarks/lidar_views.py --model {args.model} --texts {args.texts} "
+        f"--max-length {args.max_length}`",
+        "",
+        f"Forward pass over {len(texts) * max(VIEW_COUNTS)} view texts: {forward:.1f} s "
+        "(the cost of views grows linearly with V).",
+        "",
+        "| views V | argmax layer (1..L) | Spearman vs V=16 over layers | LiDAR by layer |",
+        "|---|---|---|---|",
+    ]
     for v, curve in curves.items():
         best = max(range(1, len(curve)), key=lambda k: curve[k])
         rho = spearmanr(curve[1:], reference[1:]).statistic

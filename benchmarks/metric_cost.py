@@ -69,9 +69,12 @@ def timed(function, *args) -> float:
 
 
 def growth_in_n(sizes: list[int], dim: int, views: int) -> list[str]:
-    lines = ["## Metric time on ONE layer as N grows (synthetic, D = %d, %d views)" % (dim, views), "",
-             "| N | " + " | ".join(DATASET_METRICS) + " | prompt-entropy + curvature (N texts of 32 tokens) |",
-             "|---" * (len(DATASET_METRICS) + 2) + "|"]
+    lines = [
+        "## Metric time on ONE layer as N grows (synthetic, D = %d, %d views)" % (dim, views),
+        "",
+        "| N | " + " | ".join(DATASET_METRICS) + " | prompt-entropy + curvature (N texts of 32 tokens) |",
+        "|---" * (len(DATASET_METRICS) + 2) + "|",
+    ]
     for n in sizes:
         states = synthetic(n, views, dim)
         cells = [f"{timed(f, states):.3f}" for f in DATASET_METRICS.values()]
@@ -82,8 +85,12 @@ def growth_in_n(sizes: list[int], dim: int, views: int) -> list[str]:
 
 
 def growth_in_l(layer_counts: list[int], n: int, dim: int, views: int) -> list[str]:
-    lines = [f"## Metric time on ALL layers as L grows (synthetic, N = {n}, D = {dim})", "",
-             "| L | all dataset-level metrics s | per layer s |", "|---|---|---|"]
+    lines = [
+        f"## Metric time on ALL layers as L grows (synthetic, N = {n}, D = {dim})",
+        "",
+        "| L | all dataset-level metrics s | per layer s |",
+        "|---|---|---|",
+    ]
     for layers in layer_counts:
         states = [synthetic(n, views, dim, seed=k) for k in range(layers + 1)]
         seconds = timed(lambda: [f(s) for s in states for f in DATASET_METRICS.values()])
@@ -101,8 +108,13 @@ def main() -> None:
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     torch.manual_seed(0)
-    lines = ["# Metric cost", "", f"Command: `python benchmarks/metric_cost.py --model {args.model} --texts {args.texts} "
-             f"--views {args.views} --sizes {args.sizes} --layers {args.layers}`", ""]
+    lines = [
+        "# Metric cost",
+        "",
+        f"Command: `python benchmarks/metric_cost.py --model {args.model} --texts {args.texts} "
+        f"--views {args.views} --sizes {args.sizes} --layers {args.layers}`",
+        "",
+    ]
     lines += real_model_part(args.model, args.texts, args.views) + [""]
     lines += growth_in_n([int(x) for x in args.sizes.split(",")], 576, args.views) + [""]
     lines += growth_in_l([int(x) for x in args.layers.split(",")], 512, 576, args.views)

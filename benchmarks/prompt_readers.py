@@ -56,8 +56,10 @@ def export_all(work: Path, real: bool) -> None:
         if original and original not in ("PreTrainedTokenizerFast", "TokenizersBackend"):
             restored = AutoTokenizer.from_pretrained(_with_class(out, work / "class-restored-5" / name, original))
             reference[name]["class_restored"] = {
-                "reader": f"transformers {transformers.__version__}", "class": type(restored).__name__,
-                "ids": [restored(t, truncation=True, max_length=model.max_seq_length)["input_ids"] for t in TEXTS]}
+                "reader": f"transformers {transformers.__version__}",
+                "class": type(restored).__name__,
+                "ids": [restored(t, truncation=True, max_length=model.max_seq_length)["input_ids"] for t in TEXTS],
+            }
         print(f"exported {name}", flush=True)
     (work / "reference.json").write_text(json.dumps(reference))
 
@@ -104,22 +106,42 @@ def check_all(work: Path) -> None:
         ids = [tokenizer(t, truncation=True, max_length=ref["max_seq_length"])["input_ids"] for t in TEXTS]
         expected = ref["sentence_transformers"]
         suffix = expected[0][-3:]
-        record = {"export": name, "reader": f"transformers {transformers.__version__}", "class": type(tokenizer).__name__,
-                  "same_ids": ids == expected, "suffix_kept": ids[2][-3:] == suffix and len(ids[2]) == ref["max_seq_length"],
-                  "project_readers_agree": ref["transformers"] == expected and ref["rust_tokenizers"] == expected}
+        record = {
+            "export": name,
+            "reader": f"transformers {transformers.__version__}",
+            "class": type(tokenizer).__name__,
+            "same_ids": ids == expected,
+            "suffix_kept": ids[2][-3:] == suffix and len(ids[2]) == ref["max_seq_length"],
+            "project_readers_agree": ref["transformers"] == expected and ref["rust_tokenizers"] == expected,
+        }
         lines.append(record)
         original = ref["original_class"]
         if "class_restored" in ref:
             earlier = ref["class_restored"]
-            lines.append({**record, "export": f"{name} with tokenizer_class {original}", "reader": earlier["reader"],
-                          "class": earlier["class"], "same_ids": earlier["ids"] == expected,
-                          "suffix_kept": earlier["ids"][2][-3:] == suffix, "project_readers_agree": None})
+            lines.append(
+                {
+                    **record,
+                    "export": f"{name} with tokenizer_class {original}",
+                    "reader": earlier["reader"],
+                    "class": earlier["class"],
+                    "same_ids": earlier["ids"] == expected,
+                    "suffix_kept": earlier["ids"][2][-3:] == suffix,
+                    "project_readers_agree": None,
+                }
+            )
         if original and original not in ("PreTrainedTokenizerFast", "TokenizersBackend"):
             restored = AutoTokenizer.from_pretrained(_with_class(directory, work / "class-restored" / name, original))
             again = [restored(t, truncation=True, max_length=ref["max_seq_length"])["input_ids"] for t in TEXTS]
-            lines.append({**record, "export": f"{name} with tokenizer_class {original}",
-                          "class": type(restored).__name__, "same_ids": again == expected,
-                          "suffix_kept": again[2][-3:] == suffix, "project_readers_agree": None})
+            lines.append(
+                {
+                    **record,
+                    "export": f"{name} with tokenizer_class {original}",
+                    "class": type(restored).__name__,
+                    "same_ids": again == expected,
+                    "suffix_kept": again[2][-3:] == suffix,
+                    "project_readers_agree": None,
+                }
+            )
     (work / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     for line in lines:
         print(json.dumps(line))
@@ -128,16 +150,23 @@ def check_all(work: Path) -> None:
 def report(work: Path) -> str:
     rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
     reference = json.loads((work / "reference.json").read_text())
-    lines = ["| export | reader | class loaded | same ids as sentence-transformers | suffix kept when truncated |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| export | reader | class loaded | same ids as sentence-transformers | suffix kept when truncated |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
-        lines.append(f"| {row['export']} | {row['reader']} | {row['class']} | {_yes(row['same_ids'])} | "
-                     f"{_yes(row['suffix_kept'])} |")
-    agree = all(ref["transformers"] == ref["sentence_transformers"] == ref["rust_tokenizers"]
-                for ref in reference.values())
-    return "\n".join(lines) + ("\n\nIn the project's own environment, sentence-transformers, transformers 5's "
-                               "AutoTokenizer and the Rust `tokenizers` library reading tokenizer.json give the same "
-                               f"ids for every export: {_yes(agree)}.\n")
+        lines.append(
+            f"| {row['export']} | {row['reader']} | {row['class']} | {_yes(row['same_ids'])} | "
+            f"{_yes(row['suffix_kept'])} |"
+        )
+    agree = all(
+        ref["transformers"] == ref["sentence_transformers"] == ref["rust_tokenizers"] for ref in reference.values()
+    )
+    return "\n".join(lines) + (
+        "\n\nIn the project's own environment, sentence-transformers, transformers 5's "
+        "AutoTokenizer and the Rust `tokenizers` library reading tokenizer.json give the same "
+        f"ids for every export: {_yes(agree)}.\n"
+    )
 
 
 def _yes(value) -> str:

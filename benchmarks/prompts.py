@@ -138,9 +138,20 @@ def measure_model(alias: str, tasks: dict[str, list[dict]], partial: Path) -> di
     loaded = load_model(alias)
     texts = sorted({s for rows in tasks.values() for r in rows for s in (r["sentence1"], r["sentence2"])})
     index = {t: i for i, t in enumerate(texts)}
-    record = json.loads(partial.read_text()) if partial.is_file() else {
-        "model": alias, "num_layers": loaded.num_layers, "family": loaded.family.name, "texts": len(texts),
-        "pairs": {name: len(rows) for name, rows in tasks.items()}, "sts": {}, "cost": {}, "select": {}}
+    record = (
+        json.loads(partial.read_text())
+        if partial.is_file()
+        else {
+            "model": alias,
+            "num_layers": loaded.num_layers,
+            "family": loaded.family.name,
+            "texts": len(texts),
+            "pairs": {name: len(rows) for name, rows in tasks.items()},
+            "sts": {},
+            "cost": {},
+            "select": {},
+        }
+    )
 
     def save() -> None:
         partial.write_text(json.dumps(record))
@@ -159,10 +170,17 @@ def measure_model(alias: str, tasks: dict[str, list[dict]], partial: Path) -> di
         prompt = parse_prompt("eol")
         config = CollectConfig(pooling="lasttoken", batch_size=BATCH, progress=False, prompt=PLAIN)
         wrapped = collect(loaded, [prompt.wrap(t) for t in texts], config).pooled
-        by_task = sts_by_layer(wrapped, {prompt.wrap(t): i for t, i in index.items()},
-                               {n: [{**r, "sentence1": prompt.wrap(r["sentence1"]),
-                                     "sentence2": prompt.wrap(r["sentence2"])} for r in rows]
-                                for n, rows in tasks.items()})
+        by_task = sts_by_layer(
+            wrapped,
+            {prompt.wrap(t): i for t, i in index.items()},
+            {
+                n: [
+                    {**r, "sentence1": prompt.wrap(r["sentence1"]), "sentence2": prompt.wrap(r["sentence2"])}
+                    for r in rows
+                ]
+                for n, rows in tasks.items()
+            },
+        )
         record["sts"]["eol-string/lasttoken"] = {"tasks": by_task, "mean": mean_over_tasks(by_task)}
         save()
         print(f"{alias} eol as one string: done", flush=True)
@@ -187,19 +205,26 @@ def measure_model(alias: str, tasks: dict[str, list[dict]], partial: Path) -> di
 
 # ---------------------------------------------------------------- report
 
+
 def report(records: list[dict], command: str, load: str, pairs: int) -> str:
     rule = parse_rule(DEFAULT_RULE)
-    lines = ["# Prompt templates and layers", "",
-             f"Made by `{command}` (load average before/after: {load}).", "",
-             f"Tasks: STSBenchmark, SICK-R and BIOSSES, {pairs} pairs of each (sampled with seed 0; BIOSSES has "
-             "100), from `/work/shared/data`. Score: cosine Spearman against the gold score (MTEB's STS main "
-             "score), per layer, mean over the three tasks. Every layer of every template comes from one "
-             "forward pass through `layerpick.core.collect` with the template carried by the tokenizer (what "
-             "select, validate and export use); the last-token vectors are pooled in the same pass. Templates: "
-             + "; ".join(f"`{n}` = `{t}`" for n, t in BUILTIN_TEMPLATES.items()) + ".",
-             f"The rule is the default `{DEFAULT_RULE}`, on the embedded calibration set ({CALIBRATION} texts, "
-             f"{VIEWS} augmented views), each template with its default pooling (mean for plain text, last token "
-             "with a template).", ""]
+    lines = [
+        "# Prompt templates and layers",
+        "",
+        f"Made by `{command}` (load average before/after: {load}).",
+        "",
+        f"Tasks: STSBenchmark, SICK-R and BIOSSES, {pairs} pairs of each (sampled with seed 0; BIOSSES has "
+        "100), from `/work/shared/data`. Score: cosine Spearman against the gold score (MTEB's STS main "
+        "score), per layer, mean over the three tasks. Every layer of every template comes from one "
+        "forward pass through `layerpick.core.collect` with the template carried by the tokenizer (what "
+        "select, validate and export use); the last-token vectors are pooled in the same pass. Templates: "
+        + "; ".join(f"`{n}` = `{t}`" for n, t in BUILTIN_TEMPLATES.items())
+        + ".",
+        f"The rule is the default `{DEFAULT_RULE}`, on the embedded calibration set ({CALIBRATION} texts, "
+        f"{VIEWS} augmented views), each template with its default pooling (mean for plain text, last token "
+        "with a template).",
+        "",
+    ]
     lines += summary_table(records, rule) + [""]
     lines += metric_table(records) + [""]
     lines += cost_table(records) + [""]
@@ -226,14 +251,19 @@ def picks(record: dict, rule) -> tuple[dict, object]:
 
 
 def summary_table(records: list[dict], rule) -> list[str]:
-    lines = ["## Summary", "",
-             "Mean STS score (last layer / best layer) per configuration; the default rule's pick of a "
-             "(template, layer) pair and its regret: the best pair's score minus the pick's, over the "
-             "default-pooling configurations (and over every configuration, mean pooling under a template "
-             "included).", "",
-             "| model | plain, mean (today) | " + " | ".join(f"{n}, last token" for n in BUILTIN_TEMPLATES)
-             + " | best of all | rule's pick | regret (default poolings / all) |",
-             "|---" * (len(BUILTIN_TEMPLATES) + 5) + "|"]
+    lines = [
+        "## Summary",
+        "",
+        "Mean STS score (last layer / best layer) per configuration; the default rule's pick of a "
+        "(template, layer) pair and its regret: the best pair's score minus the pick's, over the "
+        "default-pooling configurations (and over every configuration, mean pooling under a template "
+        "included).",
+        "",
+        "| model | plain, mean (today) | "
+        + " | ".join(f"{n}, last token" for n in BUILTIN_TEMPLATES)
+        + " | best of all | rule's pick | regret (default poolings / all) |",
+        "|---" * (len(BUILTIN_TEMPLATES) + 5) + "|",
+    ]
     for record in records:
         sts = record["sts"]
         cells = []
@@ -241,14 +271,18 @@ def summary_table(records: list[dict], rule) -> list[str]:
             values = sts[default_key(name)]["mean"]
             k, value = best(values)
             cells.append(f"{values[-1]:.3f} / {value:.3f} (L{k})")
-        everything = [(best(v["mean"])[1], key, best(v["mean"])[0]) for key, v in sts.items()
-                      if not key.startswith("eol-string")]
+        everything = [
+            (best(v["mean"])[1], key, best(v["mean"])[0]) for key, v in sts.items() if not key.startswith("eol-string")
+        ]
         top = max(everything)
         defaults = max(best(sts[default_key(n)]["mean"])[1] for n in TEMPLATES)
         _, pair = picks(record, rule)
         picked = sts[default_key(pair.prompt)]["mean"][pair.layer]
-        cells += [f"{top[0]:.3f} ({top[1]}, L{top[2]})", f"{pair.prompt}, layer {pair.layer}: {picked:.3f}",
-                  f"{defaults - picked:.3f} / {top[0] - picked:.3f}"]
+        cells += [
+            f"{top[0]:.3f} ({top[1]}, L{top[2]})",
+            f"{pair.prompt}, layer {pair.layer}: {picked:.3f}",
+            f"{defaults - picked:.3f} / {top[0] - picked:.3f}",
+        ]
         lines.append(f"| {record['model']} | " + " | ".join(cells) + " |")
     return lines
 
@@ -258,12 +292,16 @@ def metric_table(records: list[dict]) -> list[str]:
     correlation with the STS score across layers 1..L."""
     rule = parse_rule(DEFAULT_RULE)
     names = METRICS.split(",")
-    lines = ["## Do the unsupervised metrics still find good layers under a prompt?", "",
-             f"Within each template (its default pooling): the layer `{DEFAULT_RULE}` picks, its regret against "
-             "that template's best layer, and each metric's Spearman correlation with the mean STS score over "
-             "layers 1..L (the sign a rule needs: negative for a `min-` rule).", "",
-             "| model | template | pick | regret | " + " | ".join(names) + " |",
-             "|---" * (len(names) + 4) + "|"]
+    lines = [
+        "## Do the unsupervised metrics still find good layers under a prompt?",
+        "",
+        f"Within each template (its default pooling): the layer `{DEFAULT_RULE}` picks, its regret against "
+        "that template's best layer, and each metric's Spearman correlation with the mean STS score over "
+        "layers 1..L (the sign a rule needs: negative for a `min-` rule).",
+        "",
+        "| model | template | pick | regret | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 4) + "|",
+    ]
     for record in records:
         per_template, _ = picks(record, rule)
         for name in TEMPLATES:
@@ -275,17 +313,23 @@ def metric_table(records: list[dict]) -> list[str]:
                 ok = [(m, s) for m, s in zip(series, values[1:]) if m is not None and np.isfinite(m)]
                 rho = spearmanr([m for m, _ in ok], [s for _, s in ok]).statistic if len(ok) > 2 else float("nan")
                 cells.append(f"{rho:+.2f}")
-            lines.append(f"| {record['model']} | {name} | {k} | {best(values)[1] - values[k]:.3f} | "
-                         + " | ".join(cells) + " |")
+            lines.append(
+                f"| {record['model']} | {name} | {k} | {best(values)[1] - values[k]:.3f} | " + " | ".join(cells) + " |"
+            )
     return lines
 
 
 def cost_table(records: list[dict]) -> list[str]:
-    lines = ["## The cost of the longer input", "",
-             "Tokens over all STS texts, and the median seconds of one forward pass of the full model (every "
-             f"layer, batch {BATCH}) over the first {TIMING_TEXTS} of them, plain text and each template in turn, "
-             f"{TIMING_ROUNDS} rounds, in one process on a shared 2-core machine (the load average is above).", "",
-             "| model | template | tokens | x plain | seconds | x plain |", "|---|---|---|---|---|---|"]
+    lines = [
+        "## The cost of the longer input",
+        "",
+        "Tokens over all STS texts, and the median seconds of one forward pass of the full model (every "
+        f"layer, batch {BATCH}) over the first {TIMING_TEXTS} of them, plain text and each template in turn, "
+        f"{TIMING_ROUNDS} rounds, in one process on a shared 2-core machine (the load average is above).",
+        "",
+        "| model | template | tokens | x plain | seconds | x plain |",
+        "|---|---|---|---|---|---|",
+    ]
     for record in records:
         base = record["cost"]["none"]
         load = record["cost"].get("load_average_after_timing")
@@ -293,8 +337,10 @@ def cost_table(records: list[dict]) -> list[str]:
             lines.append(f"| {record['model']} | (load average after timing: {' '.join(load)}) | | | | |")
         for name in TEMPLATES:
             cost = record["cost"][name]
-            lines.append(f"| {record['model']} | {name} | {cost['tokens']} | {cost['tokens'] / base['tokens']:.2f} "
-                         f"| {cost['seconds']:.1f} | {cost['seconds'] / base['seconds']:.2f} |")
+            lines.append(
+                f"| {record['model']} | {name} | {cost['tokens']} | {cost['tokens'] / base['tokens']:.2f} "
+                f"| {cost['seconds']:.1f} | {cost['seconds'] / base['seconds']:.2f} |"
+            )
     return lines
 
 
@@ -302,11 +348,16 @@ def layer_table(record: dict, rule) -> list[str]:
     keys = [f"{name}/{pooling}" for name in TEMPLATES for pooling in ("mean", "lasttoken")]
     keys += [key for key in record["sts"] if key.startswith("eol-string")]
     per_template, pair = picks(record, rule)
-    lines = [f"## {record['model']} ({record['num_layers']} layers, {record['texts']} texts)", "",
-             "Mean STS score per layer. Columns: template / pooling; `eol-string` is the eol-wrapped string "
-             "tokenized as one piece (not what ships: the export tokenizes the text on its own). "
-             "`*` marks each template's rule pick (default pooling), `◀` the rule's (template, layer) pair.", "",
-             "| layer | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    lines = [
+        f"## {record['model']} ({record['num_layers']} layers, {record['texts']} texts)",
+        "",
+        "Mean STS score per layer. Columns: template / pooling; `eol-string` is the eol-wrapped string "
+        "tokenized as one piece (not what ships: the export tokenizes the text on its own). "
+        "`*` marks each template's rule pick (default pooling), `◀` the rule's (template, layer) pair.",
+        "",
+        "| layer | " + " | ".join(keys) + " |",
+        "|---" * (len(keys) + 1) + "|",
+    ]
     for k in range(record["num_layers"] + 1):
         cells = []
         for key in keys:

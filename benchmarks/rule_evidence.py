@@ -35,8 +35,17 @@ ENSEMBLES = [
     "rank:min-infonce,max-lidar",
     "rank:min-prompt-entropy,min-infonce,max-lidar",
 ]
-TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "Banking77Classification", "EmotionClassification",
-         "AmazonCounterfactualClassification", "TwitterSemEval2015", "SciFact", "Banking77Clustering_derived"]
+TASKS = [
+    "STSBenchmark",
+    "SICK-R",
+    "BIOSSES",
+    "Banking77Classification",
+    "EmotionClassification",
+    "AmazonCounterfactualClassification",
+    "TwitterSemEval2015",
+    "SciFact",
+    "Banking77Clustering_derived",
+]
 
 
 def all_rules() -> list[str]:
@@ -88,8 +97,12 @@ def subsample_clustering(source: Path, target: Path, max_rows: int, seed: int = 
     for line in (source / "test.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         keep = sorted(random.Random(seed).sample(range(len(row["sentences"])), min(max_rows, len(row["sentences"]))))
-        out.append(json.dumps({"sentences": [row["sentences"][i] for i in keep],
-                               "labels": [row["labels"][i] for i in keep]}, ensure_ascii=False))
+        out.append(
+            json.dumps(
+                {"sentences": [row["sentences"][i] for i in keep], "labels": [row["labels"][i] for i in keep]},
+                ensure_ascii=False,
+            )
+        )
     (target / "test.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
     return target
 
@@ -108,7 +121,11 @@ def task_folders(data: Path, work: Path, max_rows: int | None, names: list[str] 
 def evaluate_model(model: str, folders: list[str], work: Path, limit: int | None, max_length: int) -> dict:
     select = run_select(model, config=SelectConfig(limit=limit, collect=CollectConfig(max_length=max_length)))
     (work / f"{_slug(model)}-select.json").write_text(json.dumps(select, indent=2))
-    validation = run_validation(model, folders, ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=max_length, progress=True))
+    validation = run_validation(
+        model,
+        folders,
+        ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=max_length, progress=True),
+    )
     return {"select": select, "validation": validation.data}
 
 
@@ -122,8 +139,18 @@ def rule_rows(select: dict, mean: list[float | None]) -> list[dict]:
         pick = choose_layer(select["scores"], parse_rule(rule)).layer
         gap = best - last
         share = (mean[pick] - last) / gap if gap > 1e-9 else float("nan")
-        rows.append({"rule": rule, "pick": pick, "pick_score": mean[pick], "last": last, "best_layer": best_layer,
-                     "best": best, "share": share, "regret": best - mean[pick]})
+        rows.append(
+            {
+                "rule": rule,
+                "pick": pick,
+                "pick_score": mean[pick],
+                "last": last,
+                "best_layer": best_layer,
+                "best": best,
+                "share": share,
+                "regret": best - mean[pick],
+            }
+        )
     return rows
 
 
@@ -138,31 +165,48 @@ def correlations(select: dict, mean: list[float | None]) -> dict[str, float]:
 
 
 def render(results: dict[str, dict], args) -> str:
-    lines = ["# Rule evidence: which unsupervised rule finds the best layer?", "",
-             f"Command: `python benchmarks/rule_evidence.py --models {args.models} --data {args.data} "
-             f"--max-rows {args.max_rows} --limit {args.limit} --max-length {args.max_length} --tasks {args.tasks}`",
-             ""]
+    lines = [
+        "# Rule evidence: which unsupervised rule finds the best layer?",
+        "",
+        f"Command: `python benchmarks/rule_evidence.py --models {args.models} --data {args.data} "
+        f"--max-rows {args.max_rows} --limit {args.limit} --max-length {args.max_length} --tasks {args.tasks}`",
+        "",
+    ]
     shares: dict[str, list[float]] = {}
     for model, result in results.items():
         mean = result["validation"]["mean_by_layer"]
         select = result["select"]
         rows = rule_rows(select, mean)
-        lines += [f"## {model} ({select['num_layers']} layers; {'; '.join(select['notes'])})", "",
-                  "Mean main score over the tasks, by layer: " +
-                  ", ".join(f"{k}: {v:.4f}" for k, v in enumerate(mean) if v is not None), "",
-                  "| rule | pick | pick's mean | last layer's | best layer (score) | share of gap captured | "
-                  "regret (best - pick) |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {model} ({select['num_layers']} layers; {'; '.join(select['notes'])})",
+            "",
+            "Mean main score over the tasks, by layer: "
+            + ", ".join(f"{k}: {v:.4f}" for k, v in enumerate(mean) if v is not None),
+            "",
+            "| rule | pick | pick's mean | last layer's | best layer (score) | share of gap captured | "
+            "regret (best - pick) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in rows:
             shares.setdefault(row["rule"], []).append(row["regret"])
             share = "n/a (last is best)" if row["share"] != row["share"] else f"{row['share']:.2f}"
-            lines.append(f"| `{row['rule']}` | {row['pick']} | {row['pick_score']:.4f} | {row['last']:.4f} | "
-                         f"{row['best_layer']} ({row['best']:.4f}) | {share} | {row['regret']:.4f} |")
+            lines.append(
+                f"| `{row['rule']}` | {row['pick']} | {row['pick_score']:.4f} | {row['last']:.4f} | "
+                f"{row['best_layer']} ({row['best']:.4f}) | {share} | {row['regret']:.4f} |"
+            )
         corr = correlations(select, mean)
-        lines += ["", "Spearman correlation across layers 1..L between each metric and the mean task score: " +
-                  ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()), ""]
-    lines += ["## Across models (regret = best layer's mean score - the pick's; lower is better)", "",
-              "| rule | mean regret | worst regret |", "|---|---|---|"]
+        lines += [
+            "",
+            "Spearman correlation across layers 1..L between each metric and the mean task score: "
+            + ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()),
+            "",
+        ]
+    lines += [
+        "## Across models (regret = best layer's mean score - the pick's; lower is better)",
+        "",
+        "| rule | mean regret | worst regret |",
+        "|---|---|---|",
+    ]
     ranked = sorted(shares.items(), key=lambda item: statistics.fmean(item[1]))
     for rule, values in ranked:
         lines.append(f"| `{rule}` | {statistics.fmean(values):.4f} | {max(values):.4f} |")

@@ -34,8 +34,9 @@ STAGES = ("select", "validate", "export", "bench")
 
 def unpack(revision: str, target: Path) -> Path:
     """The repository at `revision`, unpacked into `target`, with its layerpick/cli link as in a checkout."""
-    archive = subprocess.run(["git", "archive", "--format=tar", revision], cwd=ROOT, check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision], cwd=ROOT, check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(target, filter="tar")
     return target
@@ -52,8 +53,9 @@ def run_once(tree: Path, scratch: Path, label: str, args: list[str]) -> dict:
     env = {k: v for k, v in env.items() if not k.startswith("LAYERPICK_") or k == "LAYERPICK_CACHE"}
     before = load_average()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ENTRY, "run", *args], cwd=folder, env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, "run", *args], cwd=folder, env=env, capture_output=True, text=True
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{label}: layerpick run failed:\n{done.stderr[-3000:]}")
@@ -61,40 +63,60 @@ def run_once(tree: Path, scratch: Path, label: str, args: list[str]) -> dict:
     stages = json.loads((out / "run.json").read_text())["stages"]
     select = json.loads((out / "select" / "report.json").read_text())
     export = json.loads((out / "model" / "layerpick.json").read_text())
-    return {"label": label, "seconds": seconds, "stages": {s: stages[s]["seconds"] for s in STAGES if s in stages},
-            "selected": select["selected_layer"], "exported": export["layer"],
-            "texts": select["calibration"]["count"], "views": select.get("views"),
-            "load_before": before, "load_after": load_average()}
+    return {
+        "label": label,
+        "seconds": seconds,
+        "stages": {s: stages[s]["seconds"] for s in STAGES if s in stages},
+        "selected": select["selected_layer"],
+        "exported": export["layer"],
+        "texts": select["calibration"]["count"],
+        "views": select.get("views"),
+        "load_before": before,
+        "load_after": load_average(),
+    }
 
 
 def warm_up(tree: Path) -> None:
     """Load the default model once (its GGUF weights are dequantised and cached the first time)."""
     code = "from layerpick.core.models import LoadOptions, load_model; load_model('smollm2-135m', LoadOptions())"
-    subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tree)}, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(tree)}, check=True, capture_output=True
+    )
 
 
 def render(runs: list[dict], args) -> str:
-    lines = ["# `layerpick run` (no options): before and after", "",
-             f"Command: `python benchmarks/run_time.py --before {args.before} --repeats {args.repeats}"
-             + (f" --run-args '{args.run_args}'" if args.run_args else "") + "`", "",
-             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}. "
-             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `before` is revision `{args.before}` "
-             f"({args.before_commit}), `after` is {args.after_commit}; they ran alternately (ABBA), each in a fresh "
-             "folder as the README's first command, `layerpick run` with no options.", "",
-             "| run | variant | wall s | select s | export s | bench s | calibration texts | views | selected | "
-             "exported | load avg before | load avg after |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# `layerpick run` (no options): before and after",
+        "",
+        f"Command: `python benchmarks/run_time.py --before {args.before} --repeats {args.repeats}"
+        + (f" --run-args '{args.run_args}'" if args.run_args else "")
+        + "`",
+        "",
+        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}. "
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `before` is revision `{args.before}` "
+        f"({args.before_commit}), `after` is {args.after_commit}; they ran alternately (ABBA), each in a fresh "
+        "folder as the README's first command, `layerpick run` with no options.",
+        "",
+        "| run | variant | wall s | select s | export s | bench s | calibration texts | views | selected | "
+        "exported | load avg before | load avg after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for index, run in enumerate(runs, 1):
         stage = run["stages"]
-        lines.append(f"| {index} | {run['label']} | {run['seconds']:.1f} | {stage.get('select', 0):.1f} | "
-                     f"{stage.get('export', 0):.1f} | {stage.get('bench', 0):.1f} | {run['texts']} | {run['views']} | "
-                     f"{run['selected']} | {run['exported']} | {run['load_before']} | {run['load_after']} |")
+        lines.append(
+            f"| {index} | {run['label']} | {run['seconds']:.1f} | {stage.get('select', 0):.1f} | "
+            f"{stage.get('export', 0):.1f} | {stage.get('bench', 0):.1f} | {run['texts']} | {run['views']} | "
+            f"{run['selected']} | {run['exported']} | {run['load_before']} | {run['load_after']} |"
+        )
     before = statistics.median(r["seconds"] for r in runs if r["label"] == "before")
     after = statistics.median(r["seconds"] for r in runs if r["label"] == "after")
     layers = {r["label"]: r["selected"] for r in runs}
-    lines += ["", f"**after / before = {after / before:.2f}** (median wall seconds {after:.1f} / {before:.1f}; "
-                  "target at most 0.50); selected layer before "
-                  f"{layers['before']}, after {layers['after']} (must be the same)."]
+    lines += [
+        "",
+        f"**after / before = {after / before:.2f}** (median wall seconds {after:.1f} / {before:.1f}; "
+        "target at most 0.50); selected layer before "
+        f"{layers['before']}, after {layers['after']} (must be the same).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -103,16 +125,22 @@ def main() -> None:
     parser.add_argument("--before", required=True, help="git revision of the code before the change")
     parser.add_argument("--repeats", type=int, default=1, help="ABBA pairs: 1 runs before, after")
     parser.add_argument("--output", type=Path)
-    parser.add_argument("--run-args", default="", help="extra `layerpick run` options (e.g. '--bench-texts 8' "
-                                                       "for a quick check of the script itself)")
+    parser.add_argument(
+        "--run-args",
+        default="",
+        help="extra `layerpick run` options (e.g. '--bench-texts 8' for a quick check of the script itself)",
+    )
     args = parser.parse_args()
     git = ["git", "rev-parse", "--short"]
-    args.before_commit = subprocess.run([*git, args.before], cwd=ROOT, check=True, capture_output=True,
-                                        text=True).stdout.strip()
-    args.after_commit = subprocess.run([*git, "HEAD"], cwd=ROOT, check=True, capture_output=True,
-                                       text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    args.before_commit = subprocess.run(
+        [*git, args.before], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    args.after_commit = subprocess.run(
+        [*git, "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     args.after_commit += " with uncommitted changes" if dirty else ""
     run_args = args.run_args.split()
     with tempfile.TemporaryDirectory(prefix="layerpick-run-time-") as scratch:

@@ -34,12 +34,28 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LLAMA_1B = dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True, rope_theta=500000.0,
-                max_position_embeddings=2048)
-LLAMA_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                 num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True, rope_theta=1000000.0,
-                 max_position_embeddings=2048)
+LLAMA_1B = dict(
+    vocab_size=128256,
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    tie_word_embeddings=True,
+    rope_theta=500000.0,
+    max_position_embeddings=2048,
+)
+LLAMA_05B = dict(
+    vocab_size=151936,
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    tie_word_embeddings=True,
+    rope_theta=1000000.0,
+    max_position_embeddings=2048,
+)
 MODELS = {  # name -> (family, config, tokenizer source, saved dtype)
     "bert-base": ("bert", {}, "minilm-l6", "float32"),
     "llama-0.5b": ("llama", LLAMA_05B, "smollm2-135m", "bfloat16"),
@@ -89,8 +105,12 @@ def build(work: Path) -> None:
         model = tf.AutoModel.from_config(config_class(**config), dtype=getattr(torch, dtype)).eval()
         model.save_pretrained(target)
         tokenizers[tokenizer_source].save_pretrained(target)
-        counts = {"params": sum(p.numel() for p in model.parameters()), "non_embedding": non_embedding_params(model),
-                  "layers": model.config.num_hidden_layers, "hidden": model.config.hidden_size}
+        counts = {
+            "params": sum(p.numel() for p in model.parameters()),
+            "non_embedding": non_embedding_params(model),
+            "layers": model.config.num_hidden_layers,
+            "hidden": model.config.hidden_size,
+        }
         (target / "params.json").write_text(json.dumps(counts))
         print(f"built {name}: {counts}", flush=True)
 
@@ -103,9 +123,9 @@ def texts_of(tokenizer, count: int, tokens: int) -> list[str]:
     words, texts = words * 2, []
     for i in range(count):
         start, size = (i * 37) % (len(words) // 2), tokens
-        while len(tokenizer(" ".join(words[start:start + size]))["input_ids"]) < tokens:
+        while len(tokenizer(" ".join(words[start : start + size]))["input_ids"]) < tokens:
             size += tokens // 2 + 1
-        texts.append(" ".join(words[start:start + size]))
+        texts.append(" ".join(words[start : start + size]))
     return texts
 
 
@@ -128,8 +148,18 @@ def forward_cells(work: Path, model: str, dtype: str, cells: list[tuple[int, int
         start = time.perf_counter()
         states = collect(loaded, texts, config)
         seconds = time.perf_counter() - start
-        rows.append({"model": model, "dtype": dtype, "texts": count, "tokens": tokens, "seconds": seconds,
-                     "layers": states.num_layers, "peak_rss_mb": rss_mb(), "loaded_rss_mb": loaded_rss})
+        rows.append(
+            {
+                "model": model,
+                "dtype": dtype,
+                "texts": count,
+                "tokens": tokens,
+                "seconds": seconds,
+                "layers": states.num_layers,
+                "peak_rss_mb": rss_mb(),
+                "loaded_rss_mb": loaded_rss,
+            }
+        )
     return rows
 
 
@@ -143,8 +173,12 @@ def metric_cells() -> list[dict]:
     from layerpick.metrics.infonce import infonce
     from layerpick.metrics.lidar import lidar
 
-    pooled = {"dataset-entropy": lambda v: dataset_entropy(v[:, 0]), "dime": lambda v: dime(v[:, 0], v[:, 1]),
-              "infonce": lambda v: infonce(v[:, 0], v[:, 1]), "lidar": lidar}
+    pooled = {
+        "dataset-entropy": lambda v: dataset_entropy(v[:, 0]),
+        "dime": lambda v: dime(v[:, 0], v[:, 1]),
+        "infonce": lambda v: infonce(v[:, 0], v[:, 1]),
+        "lidar": lidar,
+    }
     generator = torch.Generator().manual_seed(0)
     rows = []
     for dim in WIDTHS:
@@ -157,8 +191,15 @@ def metric_cells() -> list[dict]:
             states = torch.randn(64, tokens, dim, generator=generator)
             for name, function in (("prompt-entropy", prompt_entropy), ("curvature", curvature)):
                 cost = measured(lambda: [function(text) for text in states])
-                rows.append({"metric": name, "dim": dim, "tokens": tokens, "seconds": cost["seconds"] / 64,
-                             "rss_growth_mb": cost["rss_growth_mb"]})
+                rows.append(
+                    {
+                        "metric": name,
+                        "dim": dim,
+                        "tokens": tokens,
+                        "seconds": cost["seconds"] / 64,
+                        "rss_growth_mb": cost["rss_growth_mb"],
+                    }
+                )
     return rows
 
 
@@ -169,8 +210,11 @@ def fit_cells() -> list[dict]:
 
     spec = parse_transform("whiten-256")
     rng = np.random.default_rng(0)
-    return [{"dim": dim, "texts": count, **measured(fit, spec, rng.standard_normal((count, dim)))}
-            for dim in WIDTHS for count in FIT_SIZES]
+    return [
+        {"dim": dim, "texts": count, **measured(fit, spec, rng.standard_normal((count, dim)))}
+        for dim in WIDTHS
+        for count in FIT_SIZES
+    ]
 
 
 def measured(function, *args) -> dict:
@@ -217,11 +261,31 @@ def export_cells(work: Path) -> list[dict]:
         layers = json.loads((work / "models" / model / "params.json").read_text())["layers"]
         output = work / "exports" / f"{model}-{dtype}"
         output.parent.mkdir(parents=True, exist_ok=True)
-        result = layerpick_cli(["export", str(work / "models" / model), "--layer", str(layers // 2), "--output",
-                                str(output), "--dtype", dtype, "--overwrite", "-q"], output.parent)
+        result = layerpick_cli(
+            [
+                "export",
+                str(work / "models" / model),
+                "--layer",
+                str(layers // 2),
+                "--output",
+                str(output),
+                "--dtype",
+                dtype,
+                "--overwrite",
+                "-q",
+            ],
+            output.parent,
+        )
         size = sum(f.stat().st_size for f in output.rglob("*") if f.is_file()) / 2**20
-        rows.append({"model": model, "dtype": dtype, "layer": layers // 2, "size_mb": size,
-                     **{k: v for k, v in result.items() if k != "stdout"}})
+        rows.append(
+            {
+                "model": model,
+                "dtype": dtype,
+                "layer": layers // 2,
+                "size_mb": size,
+                **{k: v for k, v in result.items() if k != "stdout"},
+            }
+        )
     return rows
 
 
@@ -236,17 +300,41 @@ def select_1b(work: Path) -> dict:
     texts = texts_of(tokenizer, 64, 512) + load_calibration(limit=448).texts
     calibration.write_text("\n".join(texts) + "\n")
     output = work / "select-1b" / "out"
-    result = layerpick_cli(["select", str(work / "models" / "llama-1b"), "--dtype", "bfloat16", "--calibration",
-                            str(calibration), "--limit", "512", "--max-length", "512", "--output", str(output),
-                            "--json", "-q"], calibration.parent)
+    result = layerpick_cli(
+        [
+            "select",
+            str(work / "models" / "llama-1b"),
+            "--dtype",
+            "bfloat16",
+            "--calibration",
+            str(calibration),
+            "--limit",
+            "512",
+            "--max-length",
+            "512",
+            "--output",
+            str(output),
+            "--json",
+            "-q",
+        ],
+        calibration.parent,
+    )
     report = json.loads(result.pop("stdout"))
-    return {**result, "selected_layer": report["selected_layer"], "texts": report["calibration"]["count"],
-            "timings": report.get("timings")}
+    return {
+        **result,
+        "selected_layer": report["selected_layer"],
+        "texts": report["calibration"]["count"],
+        "timings": report.get("timings"),
+    }
 
 
 def run_child(part: str, work: Path, *extra: str) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", part, "--work", str(work), *extra],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", part, "--work", str(work), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{part} {extra} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])  # {"rows": [...], "peak_rss_mb": ...}
@@ -281,7 +369,9 @@ def measure(work: Path, parts: set[str], previous: dict) -> dict:
     build(work)
     results["params"] = {m: json.loads((work / "models" / m / "params.json").read_text()) for m in MODELS}
     if "forward" in parts:
-        results["forward"] = [row for model, dtype in FORWARD for row in run_child("forward", work, model, dtype)["rows"]]
+        results["forward"] = [
+            row for model, dtype in FORWARD for row in run_child("forward", work, model, dtype)["rows"]
+        ]
     for part in ("metrics", "fit"):
         if part in parts:
             measured = run_child(part, work)

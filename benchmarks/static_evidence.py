@@ -32,11 +32,22 @@ from benchmarks.rule_evidence import TASKS, task_folders
 from benchmarks.transforms import TASK_TYPES
 
 # the cuts' scores at every layer on the same subsample, written by benchmarks/transforms.py (see transforms.md)
-CUT_RESULTS = {"smollm2-135m": Path("/tmp/layerpick-transforms/results.json"),
-               "gemma3-270m": Path("/tmp/lt-gemma/results.json"), "minilm-l6": Path("/tmp/lt-gemma/results.json")}
-SHORT = {"STSBenchmark": "STSB", "SICK-R": "SICK-R", "BIOSSES": "BIOSSES", "Banking77Classification": "Bank77C",
-         "EmotionClassification": "Emotion", "AmazonCounterfactualClassification": "AmazonCF",
-         "TwitterSemEval2015": "Twitter", "SciFact": "SciFact", "Banking77Clustering_derived": "Bank77Clu"}
+CUT_RESULTS = {
+    "smollm2-135m": Path("/tmp/layerpick-transforms/results.json"),
+    "gemma3-270m": Path("/tmp/lt-gemma/results.json"),
+    "minilm-l6": Path("/tmp/lt-gemma/results.json"),
+}
+SHORT = {
+    "STSBenchmark": "STSB",
+    "SICK-R": "SICK-R",
+    "BIOSSES": "BIOSSES",
+    "Banking77Classification": "Bank77C",
+    "EmotionClassification": "Emotion",
+    "AmazonCounterfactualClassification": "AmazonCF",
+    "TwitterSemEval2015": "Twitter",
+    "SciFact": "SciFact",
+    "Banking77Clustering_derived": "Bank77Clu",
+}
 BEGAN = time.perf_counter()
 
 
@@ -48,8 +59,11 @@ def cuts(model: str) -> dict:
     """The cut model's scores at every layer (no transform) and the rule's pick, from transforms.py's results."""
     entry = json.loads(CUT_RESULTS[model].read_text())[model]
     none = entry["calibration"]["none"]
-    return {"mean": none["mean_by_layer"], "tasks": none["tasks"],
-            "pick": entry["select"]["none"]["by_variant"]["none"]}
+    return {
+        "mean": none["mean_by_layer"],
+        "tasks": none["tasks"],
+        "pick": entry["select"]["none"]["by_variant"]["none"],
+    }
 
 
 def roles(model: str) -> dict[int, list[str]]:
@@ -58,8 +72,12 @@ def roles(model: str) -> dict[int, list[str]]:
     last = len(cut["mean"]) - 1
     best = max(range(1, last + 1), key=lambda k: (cut["mean"][k], -k))
     found: dict[int, list[str]] = {}
-    for role, layer in (("rule pick", cut["pick"]), ("validated best", best),
-                        ("shallow", max(1, round(last / 5))), ("last", last)):
+    for role, layer in (
+        ("rule pick", cut["pick"]),
+        ("validated best", best),
+        ("shallow", max(1, round(last / 5))),
+        ("last", last),
+    ):
         found.setdefault(layer, []).append(role)
     return found
 
@@ -85,8 +103,11 @@ def validate(model: str, layer: int, exported: Path, folders: list[str], work: P
     output = work / "validate" / f"{model}-layer-{layer}"
     if not (output / "validation.json").is_file():
         say(f"{model} layer {layer}: validating the static export")
-        run_validation(None, folders, ValidateConfig(exported_dir=exported, output_dir=output,
-                                                     store_dir=work / "store", progress=False))
+        run_validation(
+            None,
+            folders,
+            ValidateConfig(exported_dir=exported, output_dir=output, store_dir=work / "store", progress=False),
+        )
         say(f"{model} layer {layer}: validated")
     return json.loads((output / "validation.json").read_text())
 
@@ -106,8 +127,13 @@ def static_row(model: str, layer: int, work: Path) -> dict | None:
     static = json.loads(meta_file.read_text())["static"]
     data = json.loads(validation.read_text())
     tasks = {name: _at(task["main_score_by_layer"], layer) for name, task in data["tasks"].items()}
-    return {"tasks": tasks, "mb": static["bytes"] / 1e6, "seconds": static["distill_seconds"],
-            "cosine": static["parity"]["mean_cosine"], "dims": static["pca_dims"]}
+    return {
+        "tasks": tasks,
+        "mb": static["bytes"] / 1e6,
+        "seconds": static["distill_seconds"],
+        "cosine": static["parity"]["mean_cosine"],
+        "dims": static["pca_dims"],
+    }
 
 
 def _at(scores, layer: int):
@@ -124,8 +150,11 @@ def _f(value, digits: int = 4) -> str:
 
 
 def score_cells(tasks: dict) -> list[str]:
-    return ([_f(tasks.get(name)) for name in TASKS] + [_f(_mean([tasks.get(n) for n in TASKS]))]
-            + [_f(_mean([tasks.get(n) for n in names])) for names in TASK_TYPES.values()])
+    return (
+        [_f(tasks.get(name)) for name in TASKS]
+        + [_f(_mean([tasks.get(n) for n in TASKS]))]
+        + [_f(_mean([tasks.get(n) for n in names])) for names in TASK_TYPES.values()]
+    )
 
 
 def model_section(model: str, work: Path) -> list[str]:
@@ -133,8 +162,13 @@ def model_section(model: str, work: Path) -> list[str]:
     last = len(cut["mean"]) - 1
     why = roles(model)
     measured = sorted({int(p.name.rsplit("-", 1)[-1]) for p in (work / "validate").glob(f"{model}-layer-*")})
-    header = ("| embedder | layer (role) | " + " | ".join(SHORT[name] for name in TASKS) + " | mean | "
-              + " | ".join(TASK_TYPES) + " | table MB | distil s | cosine to cut |")
+    header = (
+        "| embedder | layer (role) | "
+        + " | ".join(SHORT[name] for name in TASKS)
+        + " | mean | "
+        + " | ".join(TASK_TYPES)
+        + " | table MB | distil s | cosine to cut |"
+    )
     lines = [f"### {model} ({last} layers)", "", header, "|---|---|" + "---|" * (len(TASKS) + len(TASK_TYPES) + 4)]
     for layer in sorted(set(why) | set(measured)):
         role = ", ".join(why.get(layer, ["extra"]))
@@ -142,8 +176,11 @@ def model_section(model: str, work: Path) -> list[str]:
         if row is None:
             lines.append(f"| static | {layer} ({role}) | not measured in this run |")
         else:
-            lines.append(f"| static | {layer} ({role}) | " + " | ".join(score_cells(row["tasks"]))
-                         + f" | {row['mb']:.1f} | {row['seconds']:.0f} | {row['cosine']:.3f} |")
+            lines.append(
+                f"| static | {layer} ({role}) | "
+                + " | ".join(score_cells(row["tasks"]))
+                + f" | {row['mb']:.1f} | {row['seconds']:.0f} | {row['cosine']:.3f} |"
+            )
         if layer != last:  # the cut at L is the full model's row
             cut_tasks = {name: scores[layer] for name, scores in cut["tasks"].items()}
             lines.append(f"| cut | {layer} | " + " | ".join(score_cells(cut_tasks)) + " | | | |")
@@ -154,8 +191,11 @@ def model_section(model: str, work: Path) -> list[str]:
 
 def summary(models: list[str], work: Path) -> list[str]:
     """One line per static export: its mean beside the cut's at that layer and the full model's."""
-    lines = ["| model | layer (role) | static mean | cut mean | static - cut | full model | static / full | "
-             "table MB | distil s | cosine to cut |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | layer (role) | static mean | cut mean | static - cut | full model | static / full | "
+        "table MB | distil s | cosine to cut |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for model in models:
         cut, why = cuts(model), roles(model)
         full = cut["mean"][-1]
@@ -165,9 +205,11 @@ def summary(models: list[str], work: Path) -> list[str]:
             if row is None:
                 continue
             mean = _mean([row["tasks"].get(n) for n in TASKS])
-            lines.append(f"| {model} | {layer} ({', '.join(why.get(layer, ['extra']))}) | {_f(mean)} | "
-                         f"{_f(cut['mean'][layer])} | {mean - cut['mean'][layer]:+.4f} | {_f(full)} | "
-                         f"{mean / full:.2f} | {row['mb']:.1f} | {row['seconds']:.0f} | {row['cosine']:.3f} |")
+            lines.append(
+                f"| {model} | {layer} ({', '.join(why.get(layer, ['extra']))}) | {_f(mean)} | "
+                f"{_f(cut['mean'][layer])} | {mean - cut['mean'][layer]:+.4f} | {_f(full)} | "
+                f"{mean / full:.2f} | {row['mb']:.1f} | {row['seconds']:.0f} | {row['cosine']:.3f} |"
+            )
     return lines + [""]
 
 
@@ -182,8 +224,9 @@ def render(models: list[str], work: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="minilm-l6,smollm2-135m,gemma3-270m")
-    parser.add_argument("--layers", default="", help="comma-separated layers instead of the four roles "
-                                                     "(one model only)")
+    parser.add_argument(
+        "--layers", default="", help="comma-separated layers instead of the four roles (one model only)"
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/layerpick-static"))
     parser.add_argument("--max-rows", type=int, default=300)

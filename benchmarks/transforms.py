@@ -29,20 +29,29 @@ from layerpick.validation.config import ValidateConfig
 from layerpick.validation.run import run_validation
 
 
-def validate(model: str, folders: list[str], prompt: str, transforms: str, fit: str | None, work: Path,
-             args) -> dict:
+def validate(model: str, folders: list[str], prompt: str, transforms: str, fit: str | None, work: Path, args) -> dict:
     suffix = f"+{args.tag}" if args.tag else ""
     tag = f"{model}-{prompt}-calibration{suffix}" if fit is None else f"{model}-{prompt}-{Path(fit).name}-{transforms}"
     output = work / ("validate" if fit is None else "validate-task-fit") / tag
-    config = ValidateConfig(layers="all", output_dir=output, max_length=args.max_length,
-                            prompt=prompt, transform=transforms, fit_texts=fit, store_dir=work / "store",
-                            progress=False)
+    config = ValidateConfig(
+        layers="all",
+        output_dir=output,
+        max_length=args.max_length,
+        prompt=prompt,
+        transform=transforms,
+        fit_texts=fit,
+        store_dir=work / "store",
+        progress=False,
+    )
     began = time.perf_counter()
     data = run_validation(model, folders, config).data
     print(f"{tag}: {time.perf_counter() - began:.0f} s", flush=True)
-    return data.get("by_prompt") or {_variant(data): {"mean_by_layer": data["mean_by_layer"],
-                                                     "tasks": {t: v["main_score_by_layer"]
-                                                               for t, v in data["tasks"].items()}}}
+    return data.get("by_prompt") or {
+        _variant(data): {
+            "mean_by_layer": data["mean_by_layer"],
+            "tasks": {t: v["main_score_by_layer"] for t, v in data["tasks"].items()},
+        }
+    }
 
 
 def validate_fitted_on_task(model: str, folder: str, prompt: str, args) -> dict:
@@ -68,22 +77,32 @@ def _variant(data: dict) -> str:
 def select(model: str, prompt: str, transforms: str, args) -> dict:
     """One select over every transform (the same passes): each variant's own pick by the default rule, and the
     rule's pick across variants."""
-    config = SelectConfig(limit=args.limit, metrics="infonce", prompt=prompt, transform=transforms,
-                          collect=CollectConfig(max_length=args.max_length, progress=False))
+    config = SelectConfig(
+        limit=args.limit,
+        metrics="infonce",
+        prompt=prompt,
+        transform=transforms,
+        collect=CollectConfig(max_length=args.max_length, progress=False),
+    )
     report = run_select(model, config=config)
     entries = report.by_prompt or {chosen_variant(report): {"scores": report.scores}}
     rule = parse_rule(DEFAULT_RULE)
     own = {label: choose_layer(entry["scores"], rule).layer for label, entry in entries.items()}
-    return {"across": {"variant": chosen_variant(report), "layer": report.selected_layer},
-            "by_variant": own, "infonce": {label: e["scores"]["infonce"] for label, e in entries.items()},
-            "timings": report.timings}
+    return {
+        "across": {"variant": chosen_variant(report), "layer": report.selected_layer},
+        "by_variant": own,
+        "infonce": {label: e["scores"]["infonce"] for label, e in entries.items()},
+        "timings": report.timings,
+    }
 
 
-TASK_TYPES = {"STS": ["STSBenchmark", "SICK-R", "BIOSSES"],
-              "classification": ["Banking77Classification", "EmotionClassification",
-                                 "AmazonCounterfactualClassification"],
-              "pair classification": ["TwitterSemEval2015"], "retrieval": ["SciFact"],
-              "clustering": ["Banking77Clustering_derived"]}
+TASK_TYPES = {
+    "STS": ["STSBenchmark", "SICK-R", "BIOSSES"],
+    "classification": ["Banking77Classification", "EmotionClassification", "AmazonCounterfactualClassification"],
+    "pair classification": ["TwitterSemEval2015"],
+    "retrieval": ["SciFact"],
+    "clustering": ["Banking77Clustering_derived"],
+}
 
 
 def auto_pick(model: str, infonce: dict[str, list], prompt: str = "none") -> dict | None:
@@ -92,8 +111,12 @@ def auto_pick(model: str, infonce: dict[str, list], prompt: str = "none") -> dic
     from layerpick.core.models import LoadOptions
 
     among = [(prompt if t == "none" else f"{prompt}+{t}") for t in expand_auto("auto", model, LoadOptions()).split(",")]
-    pairs = [(value, k, label) for label in among for k, value in enumerate(infonce.get(label, []))
-             if k >= 1 and value is not None]
+    pairs = [
+        (value, k, label)
+        for label in among
+        for k, value in enumerate(infonce.get(label, []))
+        if k >= 1 and value is not None
+    ]
     if not pairs:
         return None
     value, layer, label = min(pairs)
@@ -111,9 +134,12 @@ def read_validations(work_dirs: list[Path]) -> dict[str, dict[str, dict]]:
 
 
 def variants_of(data: dict) -> dict[str, dict]:
-    return data.get("by_prompt") or {_variant(data): {
-        "mean_by_layer": data["mean_by_layer"],
-        "tasks": {t: v["main_score_by_layer"] for t, v in data["tasks"].items()}}}
+    return data.get("by_prompt") or {
+        _variant(data): {
+            "mean_by_layer": data["mean_by_layer"],
+            "tasks": {t: v["main_score_by_layer"] for t, v in data["tasks"].items()},
+        }
+    }
 
 
 def _best(means: list, layers) -> int | None:
@@ -138,13 +164,25 @@ def model_section(model: str, data: dict, picks: dict[str, int]) -> list[str]:
     plain_best = _best(plain, range(L + 1)) if plain else None
     lines = [f"### {model} ({L} layers)", ""]
     if plain_best is not None:
-        lines += [f"Best untransformed layer: {plain_best} (mean {_f(plain[plain_best])}, ideal speed-up "
-                  f"{speedup[plain_best]:.2f}x).", ""]
-    lines += ["| variant | best layer (mean, ideal speed-up) | best layer at >= 3x | rule pick (mean, speed-up) | "
-              "rule regret vs best of all | " + " | ".join(TASK_TYPES) + " (at best layer) |",
-              "|---|---|---|---|---|" + "---|" * len(TASK_TYPES)]
-    overall = max((v["mean_by_layer"][k] for v in variants.values() for k in range(1, L + 1)
-                   if v["mean_by_layer"][k] is not None), default=None)
+        lines += [
+            f"Best untransformed layer: {plain_best} (mean {_f(plain[plain_best])}, ideal speed-up "
+            f"{speedup[plain_best]:.2f}x).",
+            "",
+        ]
+    lines += [
+        "| variant | best layer (mean, ideal speed-up) | best layer at >= 3x | rule pick (mean, speed-up) | "
+        "rule regret vs best of all | " + " | ".join(TASK_TYPES) + " (at best layer) |",
+        "|---|---|---|---|---|" + "---|" * len(TASK_TYPES),
+    ]
+    overall = max(
+        (
+            v["mean_by_layer"][k]
+            for v in variants.values()
+            for k in range(1, L + 1)
+            if v["mean_by_layer"][k] is not None
+        ),
+        default=None,
+    )
     for label, entry in variants.items():
         means = entry["mean_by_layer"]
         best = _best(means, range(L + 1))
@@ -153,26 +191,46 @@ def model_section(model: str, data: dict, picks: dict[str, int]) -> list[str]:
         pick_cell = "–" if pick is None else f"{pick} ({_f(means[pick])}, {speedup[pick]:.2f}x)"
         regret = None if pick is None or overall is None or means[pick] is None else overall - means[pick]
         types = [_f(_type_mean(entry["tasks"], names, best)) for names in TASK_TYPES.values()]
-        lines.append(f"| {label} | {best} ({_f(means[best])}, {speedup[best]:.2f}x) | "
-                     f"{'–' if fast is None else f'{fast} ({_f(means[fast])}, {speedup[fast]:.2f}x)'} | "
-                     f"{pick_cell} | {_f(regret)} | " + " | ".join(types) + " |")
+        lines.append(
+            f"| {label} | {best} ({_f(means[best])}, {speedup[best]:.2f}x) | "
+            f"{'–' if fast is None else f'{fast} ({_f(means[fast])}, {speedup[fast]:.2f}x)'} | "
+            f"{pick_cell} | {_f(regret)} | " + " | ".join(types) + " |"
+        )
     auto = picks.get("auto")
     if auto and auto["variant"] in variants:
         layer, means = auto["layer"], variants[auto["variant"]]["mean_by_layer"]
         plain_pick = picks.get("none")
-        lines += ["", f"**The default (`auto`: {auto['among']}, `min-infonce` across them)** picks {auto['variant']} "
-                      f"layer {layer}: mean {_f(means[layer])} at an ideal speed-up of {speedup[layer]:.2f}x"
-                  + (f"; without a transform the rule picks layer {plain_pick} ({_f(plain[plain_pick])}, "
-                     f"{speedup[plain_pick]:.2f}x)" if plain_pick is not None and plain else "")
-                  + (f"; the best untransformed layer is {plain_best} ({_f(plain[plain_best])})."
-                     if plain_best is not None else ".")]
+        lines += [
+            "",
+            f"**The default (`auto`: {auto['among']}, `min-infonce` across them)** picks {auto['variant']} "
+            f"layer {layer}: mean {_f(means[layer])} at an ideal speed-up of {speedup[layer]:.2f}x"
+            + (
+                f"; without a transform the rule picks layer {plain_pick} ({_f(plain[plain_pick])}, "
+                f"{speedup[plain_pick]:.2f}x)"
+                if plain_pick is not None and plain
+                else ""
+            )
+            + (
+                f"; the best untransformed layer is {plain_best} ({_f(plain[plain_best])})."
+                if plain_best is not None
+                else "."
+            ),
+        ]
     across = picks.get("across")
     if across and across["variant"] in variants:
         layer, means = across["layer"], variants[across["variant"]]["mean_by_layer"]
-        lines += ["", f"`min-infonce` across every (transform, layer) pair picks {across['variant']} layer {layer}: "
-                      f"mean {_f(means[layer])}, ideal speed-up {speedup[layer]:.2f}x."]
-    lines += ["", "Mean of the nine main scores by layer:", "",
-              "| layer | ideal speed-up | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
+        lines += [
+            "",
+            f"`min-infonce` across every (transform, layer) pair picks {across['variant']} layer {layer}: "
+            f"mean {_f(means[layer])}, ideal speed-up {speedup[layer]:.2f}x.",
+        ]
+    lines += [
+        "",
+        "Mean of the nine main scores by layer:",
+        "",
+        "| layer | ideal speed-up | " + " | ".join(variants) + " |",
+        "|---|---|" + "---|" * len(variants),
+    ]
     for k in range(L + 1):
         cells = [_f(v["mean_by_layer"][k]) for v in variants.values()]
         lines.append(f"| {k} | {speedup[k]:.2f}x | " + " | ".join(cells) + " |")
@@ -184,7 +242,7 @@ def render(work_dirs: list[Path], picks: dict[str, dict[str, dict]], task_fit: d
     lines = []
     for model, tags in validations.items():
         for base, merged in sorted(merge_tags(tags).items()):
-            prompt = base[len(model) + 1:].rsplit("-", 1)[0]
+            prompt = base[len(model) + 1 :].rsplit("-", 1)[0]
             lines += [f"<!-- {base} -->"] + model_section(model, merged, picks.get(model, {}).get(prompt, {}))
         calibration = merge_tags(tags).get(f"{model}-none-calibration")
         if model in task_fit and calibration:
@@ -215,8 +273,9 @@ def fit_counts(work_dirs: list[Path], model: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def task_fit_section(model: str, calibration: dict, fitted: dict[str, dict],
-                     counts: dict[tuple[str, str], int]) -> list[str]:
+def task_fit_section(
+    model: str, calibration: dict, fitted: dict[str, dict], counts: dict[tuple[str, str], int]
+) -> list[str]:
     """Each transform fitted on the calibration set against the same transform fitted on each task's own texts,
     over the tasks where both were scored: by task (best layer of each), then the mean by layer."""
     lines = [f"### {model}: fitted on the calibration set or on each task's own texts", ""]
@@ -225,9 +284,12 @@ def task_fit_section(model: str, calibration: dict, fitted: dict[str, dict],
     for label, on_task in fitted.items():
         on_calibration = variants.get(label, {}).get("tasks", {})
         names = [n for n in on_task if n in on_calibration]
-        lines += [f"{label} by task (each fit's best layer >= 1):", "",
-                  "| task | task's texts fitted on | texts per dimension | calibration fit | task's own texts | difference |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"{label} by task (each fit's best layer >= 1):",
+            "",
+            "| task | task's texts fitted on | texts per dimension | calibration fit | task's own texts | difference |",
+            "|---|---|---|---|---|---|",
+        ]
         dim = int(label.rsplit("-", 1)[1]) if label.rsplit("-", 1)[1].isdigit() else None
         for name in names:
             a, b = _best_value(on_calibration[name]), _best_value(on_task[name])
@@ -235,17 +297,24 @@ def task_fit_section(model: str, calibration: dict, fitted: dict[str, dict],
             ratio = f"{count / dim:.2f}" if count and dim else "–"
             lines.append(f"| {name} | {count or '–'} | {ratio} | {_f(a)} | {_f(b)} | {_f(b - a)} |")
         lines.append("")
-        means = {fit: [_mean([tasks[n][k] for n in names]) for k in range(len(speedup))]
-                 for fit, tasks in (("calibration", on_calibration), ("task", on_task))}
+        means = {
+            fit: [_mean([tasks[n][k] for n in names]) for k in range(len(speedup))]
+            for fit, tasks in (("calibration", on_calibration), ("task", on_task))
+        }
         best = {fit: _best(values, range(len(speedup))) for fit, values in means.items()}
-        lines += [f"{label}, over the {len(names)} tasks with enough texts for it ({', '.join(names)}): best layer "
-                  f"fitted on the calibration set {best['calibration']} ({_f(means['calibration'][best['calibration']])}), "
-                  f"fitted on each task's texts {best['task']} ({_f(means['task'][best['task']])}).", "",
-                  "| layer | ideal speed-up | calibration fit | task's own texts | difference |", "|---|---|---|---|---|"]
+        lines += [
+            f"{label}, over the {len(names)} tasks with enough texts for it ({', '.join(names)}): best layer "
+            f"fitted on the calibration set {best['calibration']} ({_f(means['calibration'][best['calibration']])}), "
+            f"fitted on each task's texts {best['task']} ({_f(means['task'][best['task']])}).",
+            "",
+            "| layer | ideal speed-up | calibration fit | task's own texts | difference |",
+            "|---|---|---|---|---|",
+        ]
         for k in range(len(speedup)):
             a, b = means["calibration"][k], means["task"][k]
-            lines.append(f"| {k} | {speedup[k]:.2f}x | {_f(a)} | {_f(b)} | "
-                         f"{_f(None if a is None or b is None else b - a)} |")
+            lines.append(
+                f"| {k} | {speedup[k]:.2f}x | {_f(a)} | {_f(b)} | {_f(None if a is None or b is None else b - a)} |"
+            )
         lines.append("")
     return lines
 
@@ -263,8 +332,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m,minilm-l6")
     parser.add_argument("--prompts", default="none")
-    parser.add_argument("--transforms", default="none,center,whiten-128,whiten-256",
-                        help="fitted on the calibration set ('' skips that validation)")
+    parser.add_argument(
+        "--transforms",
+        default="none,center,whiten-128,whiten-256",
+        help="fitted on the calibration set ('' skips that validation)",
+    )
     parser.add_argument("--task-fit", default="", help="transforms to fit on each task's own texts as well")
     parser.add_argument("--select", action="store_true", help="the rule's pick under every transform")
     parser.add_argument("--tag", default="", help="a name for a run that adds transforms to an earlier one")
@@ -300,8 +372,7 @@ def main() -> None:
         entry = results.setdefault(model, {"calibration": {}, "task": {}, "select": {}})
         for prompt in args.prompts.split(","):
             if args.transforms:
-                entry["calibration"].update(validate(model, folders, prompt, args.transforms, None, args.work,
-                                                     args))
+                entry["calibration"].update(validate(model, folders, prompt, args.transforms, None, args.work, args))
                 save(results, results_path)
             if args.task_fit:
                 for folder in folders:

@@ -56,28 +56,61 @@ def fidelity(args) -> str:
     runs = {}
     for normalize in (False, True):
         began = time.perf_counter()
-        result = run_validation("minilm-l6", folders, ValidateConfig(layers=[6], normalize=normalize, output_dir=args.work /
-                                f"fidelity-normalize-{normalize}", store_dir=args.store, progress=not args.quiet))
+        result = run_validation(
+            "minilm-l6",
+            folders,
+            ValidateConfig(
+                layers=[6],
+                normalize=normalize,
+                output_dir=args.work / f"fidelity-normalize-{normalize}",
+                store_dir=args.store,
+                progress=not args.quiet,
+            ),
+        )
         runs[normalize] = (result.data, time.perf_counter() - began)
-    lines = ["| task | published | layerpick (raw vectors) | diff | layerpick (unit vectors) | diff | asked | holds |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | published | layerpick (raw vectors) | diff | layerpick (unit vectors) | diff | asked | holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, (published, tolerance) in PUBLISHED.items():
         raw = runs[False][0]["tasks"][name]["main_score_by_layer"][6]
         unit = runs[True][0]["tasks"][name]["main_score_by_layer"][6]
-        lines.append("| " + " | ".join([
-            name, _f(published), _f(raw), _diff(raw, published), _f(unit), _diff(unit, published),
-            f"±{tolerance}" if tolerance else "n/a", _holds(raw, unit, published, tolerance)]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    _f(published),
+                    _f(raw),
+                    _diff(raw, published),
+                    _f(unit),
+                    _diff(unit, published),
+                    f"±{tolerance}" if tolerance else "n/a",
+                    _holds(raw, unit, published, tolerance),
+                ]
+            )
+            + " |"
+        )
     data = runs[False][0]
-    lines += ["", f"Wall time: {runs[False][1]:.0f} s (encoding {data['texts_encoded']} texts: "
-              f"{data['timings']['collect_s']:.0f} s), then {runs[True][1]:.0f} s for the unit-vector run "
-              f"(store reused: {runs[True][0]['texts_encoded']} texts encoded). "
-              f"Failures: {data['failures'] or 'none'}."]
+    lines += [
+        "",
+        f"Wall time: {runs[False][1]:.0f} s (encoding {data['texts_encoded']} texts: "
+        f"{data['timings']['collect_s']:.0f} s), then {runs[True][1]:.0f} s for the unit-vector run "
+        f"(store reused: {runs[True][0]['texts_encoded']} texts encoded). "
+        f"Failures: {data['failures'] or 'none'}.",
+    ]
     return "\n".join(lines)
 
 
 def speed(args) -> str:
-    folders = _subsample(args.work / "speed-data", args.seed, args.sts_pairs, args.banking_per_label,
-                         args.scifact_queries, args.scifact_docs)
+    folders = _subsample(
+        args.work / "speed-data",
+        args.seed,
+        args.sts_pairs,
+        args.banking_per_label,
+        args.scifact_queries,
+        args.scifact_docs,
+    )
     _warm_up(args, folders)
     last = _timed_run(args, folders, layers=[args.last_layer], tag="last")
     every = _timed_run(args, folders, layers="all", tag="all")
@@ -95,8 +128,10 @@ def speed(args) -> str:
         lines.append(_row(label, run))
     measured = reference["runs"]
     extrapolated = {key: n * sum(r[key] for r in measured) / len(measured) for key in ("wall_s", "cpu_s")}
-    lines.append(f"| one process per layer, all {n} layers: **extrapolated** from the {len(measured)} measured "
-                 f"layers | {extrapolated['wall_s']:.0f} | {extrapolated['cpu_s']:.0f} | | | | {3 * n} | |")
+    lines.append(
+        f"| one process per layer, all {n} layers: **extrapolated** from the {len(measured)} measured "
+        f"layers | {extrapolated['wall_s']:.0f} | {extrapolated['cpu_s']:.0f} | | | | {3 * n} | |"
+    )
     same_work = (last["collect_s"] + every["evaluate_s"]) / (last["collect_s"] + last["evaluate_s"])
     lines += [
         "",
@@ -114,8 +149,10 @@ def speed(args) -> str:
 
 
 def _row(label: str, r: dict) -> str:
-    return (f"| {label} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {_f1(r.get('collect_s'))} | "
-            f"{_f1(r.get('evaluate_s'))} | {r['texts']} | {r['evaluations']} | {r['rss_mib']:.0f} |")
+    return (
+        f"| {label} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {_f1(r.get('collect_s'))} | "
+        f"{_f1(r.get('evaluate_s'))} | {r['texts']} | {r['evaluations']} | {r['rss_mib']:.0f} |"
+    )
 
 
 def _f1(value) -> str:
@@ -129,19 +166,45 @@ def _warm_up(args, folders: dict) -> None:
     shutil.rmtree(sts.parent, ignore_errors=True)
     rows = _rows(Path(folders["tasks"][0]) / "test.jsonl")
     _write(sts / "test.jsonl", range(min(4, len(rows))), rows)
-    run_validation(args.model, [str(sts)], ValidateConfig(layers=[0, 1], output_dir=sts.parent / "out", store_dir=sts.parent / "store", batch_size=args.batch_size, progress=False))
+    run_validation(
+        args.model,
+        [str(sts)],
+        ValidateConfig(
+            layers=[0, 1],
+            output_dir=sts.parent / "out",
+            store_dir=sts.parent / "store",
+            batch_size=args.batch_size,
+            progress=False,
+        ),
+    )
 
 
 def _timed_run(args, folders: dict, *, layers, tag: str) -> dict:
     store = args.work / f"store-{tag}"
     shutil.rmtree(store, ignore_errors=True)
     wall, cpu = time.perf_counter(), _cpu_s()
-    result = run_validation(args.model, folders["tasks"], ValidateConfig(layers=layers, output_dir=args.work / f"out-{tag}", store_dir=store, batch_size=args.batch_size, progress=not args.quiet))
+    result = run_validation(
+        args.model,
+        folders["tasks"],
+        ValidateConfig(
+            layers=layers,
+            output_dir=args.work / f"out-{tag}",
+            store_dir=store,
+            batch_size=args.batch_size,
+            progress=not args.quiet,
+        ),
+    )
     data = result.data
-    return {"wall_s": time.perf_counter() - wall, "cpu_s": _cpu_s() - cpu, "collect_s": data["timings"]["collect_s"],
-            "evaluate_s": data["timings"]["evaluate_s"], "texts": data["texts_encoded"],
-            "evaluations": sum(t["evaluations_run"] for t in data["tasks"].values()), "rss_mib": _peak_rss_mib(),
-            "failures": data["failures"]}
+    return {
+        "wall_s": time.perf_counter() - wall,
+        "cpu_s": _cpu_s() - cpu,
+        "collect_s": data["timings"]["collect_s"],
+        "evaluate_s": data["timings"]["evaluate_s"],
+        "texts": data["texts_encoded"],
+        "evaluations": sum(t["evaluations_run"] for t in data["tasks"].values()),
+        "rss_mib": _peak_rss_mib(),
+        "failures": data["failures"],
+    }
 
 
 def _reference_design(args, folders: dict) -> dict:
@@ -154,11 +217,24 @@ def _reference_design(args, folders: dict) -> dict:
         specs = resolve_tasks(folders["tasks"])
         for spec in specs:
             with single_threaded_blas():  # as layerpick validate does, so only the design differs
-                mteb.evaluate(encoder, spec.new_task(), cache=None, show_progress_bar=False,
-                              encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": False},
-                              co2_tracker=False)
-        runs.append({"layer": layer, "wall_s": time.perf_counter() - wall, "cpu_s": _cpu_s() - cpu,
-                     "texts": encoder.texts, "evaluations": len(specs), "rss_mib": _peak_rss_mib()})
+                mteb.evaluate(
+                    encoder,
+                    spec.new_task(),
+                    cache=None,
+                    show_progress_bar=False,
+                    encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": False},
+                    co2_tracker=False,
+                )
+        runs.append(
+            {
+                "layer": layer,
+                "wall_s": time.perf_counter() - wall,
+                "cpu_s": _cpu_s() - cpu,
+                "texts": encoder.texts,
+                "evaluations": len(specs),
+                "rss_mib": _peak_rss_mib(),
+            }
+        )
         del loaded, encoder
     return {"runs": runs}
 
@@ -192,8 +268,10 @@ def _subsample(root: Path, seed: int, sts_pairs: int, per_label: int, queries: i
     _write(root / "Banking77Classification" / "test.jsonl", _per_label(test, per_label, rng), test)
     sizes = {"STSBenchmark pairs": sts_pairs, "Banking77 train/test per label": [per_label * 3, per_label]}
     sizes.update(_scifact(root / "SciFact", rng, queries, docs))
-    return {"tasks": [str(root / name) for name in ("STSBenchmark", "Banking77Classification", "SciFact")],
-            "_sizes": sizes}
+    return {
+        "tasks": [str(root / name) for name in ("STSBenchmark", "Banking77Classification", "SciFact")],
+        "_sizes": sizes,
+    }
 
 
 def _scifact(folder: Path, rng: random.Random, queries: int, docs: int) -> dict:
@@ -250,8 +328,7 @@ def _holds(raw, unit, published, tolerance) -> str:
     if published is None or tolerance is None:
         return "n/a"
     verdict = {True: "yes", False: "no"}
-    return (f"raw {verdict[abs(raw - published) <= tolerance]}, "
-            f"unit {verdict[abs(unit - published) <= tolerance]}")
+    return f"raw {verdict[abs(raw - published) <= tolerance]}, unit {verdict[abs(unit - published) <= tolerance]}"
 
 
 def main() -> None:

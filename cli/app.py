@@ -43,8 +43,10 @@ def run(argv: list[str]) -> int:
         return 0  # the output was in place before the signal arrived: the command succeeded
     if code == errors.INTERRUPTED or interrupt.requested():
         if errors.debug_enabled() and interrupt.where():
-            print("Traceback (most recent call last):\n" + "".join(interrupt.where()) + "KeyboardInterrupt",
-                  file=sys.stderr)
+            print(
+                "Traceback (most recent call last):\n" + "".join(interrupt.where()) + "KeyboardInterrupt",
+                file=sys.stderr,
+            )
         print("layerpick: aborted", file=sys.stderr)
         code = interrupt.exit_code()
     return code

@@ -17,33 +17,60 @@ from layerpick.cli.options import default
 
 
 def bench(
-    directory: Annotated[str, typer.Argument(help="An exported sentence-transformers directory; with --layers also "
-                                                  "a model (alias, directory, .gguf or hub id).")],
-    baseline: Annotated[Optional[str], typer.Option(
-        help="The full model: alias, directory, .gguf or hub id (default: the source in layerpick.json).")]
-    = default(BenchConfig, "baseline"),
-    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")]
-    = opt.sizes_text(default(BenchConfig, "batch_sizes")),
-    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")]
-    = default(BenchConfig, "texts"),
-    repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")]
-    = default(BenchConfig, "repeats"),
-    memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")]
-    = default(BenchConfig, "memory"),
+    directory: Annotated[
+        str,
+        typer.Argument(
+            help="An exported sentence-transformers directory; with --layers also "
+            "a model (alias, directory, .gguf or hub id)."
+        ),
+    ],
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(help="The full model: alias, directory, .gguf or hub id (default: the source in layerpick.json)."),
+    ] = default(BenchConfig, "baseline"),
+    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = opt.sizes_text(
+        default(BenchConfig, "batch_sizes")
+    ),
+    texts: Annotated[int, typer.Option(help="How many calibration sentences to embed per pass.")] = default(
+        BenchConfig, "texts"
+    ),
+    repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size (interleaved).")] = default(
+        BenchConfig, "repeats"
+    ),
+    memory: Annotated[bool, typer.Option(help="Measure peak memory (one fresh process per model).")] = default(
+        BenchConfig, "memory"
+    ),
     device: opt.Device = default(BenchConfig, "device"),
     threads: opt.Threads = default(BenchConfig, "threads"),
     backend: opt.Backend = default(BenchConfig, "backend"),
-    layers: Annotated[Optional[str], typer.Option(
-        help="Bench several cuts in one run: comma-separated layers (e.g. 6,13,28) or 'frontier' (the frontier "
-             "layers of --validation), each against the full model.")] = None,
-    validation: Annotated[Optional[Path], typer.Option(
-        help="A validation.json of the same model: its frontier for --layers frontier, its mean scores beside "
-             "each cut.")] = None,
-    static: Annotated[Optional[list[Path]], typer.Option(
-        "--static", help="With --layers: a static export (layerpick export --format static) of the same model to "
-        "time in the same run, beside the cuts and the full model; repeat for several.")] = None,
-    output: Annotated[Optional[Path], typer.Option(
-        help="With --layers: where cuts.json, cuts.md and cuts.png go (default layerpick-out/<model>/bench).")] = None,
+    layers: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Bench several cuts in one run: comma-separated layers (e.g. 6,13,28) or 'frontier' (the frontier "
+            "layers of --validation), each against the full model."
+        ),
+    ] = None,
+    validation: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="A validation.json of the same model: its frontier for --layers frontier, its mean scores beside "
+            "each cut."
+        ),
+    ] = None,
+    static: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--static",
+            help="With --layers: a static export (layerpick export --format static) of the same model to "
+            "time in the same run, beside the cuts and the full model; repeat for several.",
+        ),
+    ] = None,
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="With --layers: where cuts.json, cuts.md and cuts.png go (default layerpick-out/<model>/bench)."
+        ),
+    ] = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
 ) -> None:
@@ -51,8 +78,16 @@ def bench(
 
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
-    config = BenchConfig(baseline=baseline, batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"), texts=texts,
-                         repeats=repeats, device=device, memory=memory, threads=threads, backend=backend)
+    config = BenchConfig(
+        baseline=baseline,
+        batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"),
+        texts=texts,
+        repeats=repeats,
+        device=device,
+        memory=memory,
+        threads=threads,
+        backend=backend,
+    )
     if layers is not None or validation is not None or static:
         _bench_cuts(directory, layers, validation, config, output, as_json, quiet, tuple(static or ()))
         return
@@ -63,16 +98,26 @@ def bench(
         render_bench(result)
 
 
-def _bench_cuts(source: str, layers: str | None, validation: Path | None, config: BenchConfig,
-                output: Path | None, as_json: bool, quiet: bool, statics: tuple[Path, ...] = ()) -> None:
+def _bench_cuts(
+    source: str,
+    layers: str | None,
+    validation: Path | None,
+    config: BenchConfig,
+    output: Path | None,
+    as_json: bool,
+    quiet: bool,
+    statics: tuple[Path, ...] = (),
+) -> None:
     from layerpick.bench.cuts import plan_cuts, run_cuts
     from layerpick.bench.cuts_output import write_cuts
     from layerpick.core.models import LoadOptions
     from layerpick._util.outputs import model_output_dir
 
     if layers is None:
-        raise BenchError(f"{'--static' if statics else '--validation'} needs --layers (e.g. --layers "
-                         f"{'2,4' if statics else 'frontier'})")
+        raise BenchError(
+            f"{'--static' if statics else '--validation'} needs --layers (e.g. --layers "
+            f"{'2,4' if statics else 'frontier'})"
+        )
     plan = plan_cuts(source, layers, validation, config.baseline, statics)
     result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=not quiet)
     written = write_cuts(result, output or model_output_dir(plan.source) / "bench")
@@ -80,4 +125,3 @@ def _bench_cuts(source: str, layers: str | None, validation: Path | None, config
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     render_cuts(result, written)
-

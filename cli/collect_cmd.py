@@ -20,8 +20,9 @@ from layerpick.core.render import render_collection
 @opt.with_load_options
 def collect(
     model: opt.ModelArg = None,
-    output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")]
-    = default(collect_layers, "output"),
+    output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")] = default(
+        collect_layers, "output"
+    ),
     calibration: opt.Calibration = default(collect_layers, "calibration"),
     field: opt.Field = default(collect_layers, "field"),
     limit: opt.Limit = default(collect_layers, "limit"),
@@ -42,8 +43,16 @@ def collect(
     result = collect_layers(
         registry.model_or_default(model),
         load,
-        calibration=calibration, field=field, limit=limit, seed=seed, pooling=pooling,
-        representation=representation, batch_size=batch_size, max_length=max_length, progress=not quiet,
-        output=output, prompt=prompt,
+        calibration=calibration,
+        field=field,
+        limit=limit,
+        seed=seed,
+        pooling=pooling,
+        representation=representation,
+        batch_size=batch_size,
+        max_length=max_length,
+        progress=not quiet,
+        output=output,
+        prompt=prompt,
     )
     render_collection(result)

@@ -23,11 +23,16 @@ REPORTS_HELP = (
 
 def compare(
     reports: Annotated[list[Path], typer.Argument(help=REPORTS_HELP, metavar="REPORT", show_default=False)],
-    output: Annotated[Path, typer.Option(help="Output directory (must be empty or absent, see --overwrite).")]
-    = Path("layerpick-out/compare"),
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output directory when it holds a "
-                                            "previous compare output (and nothing else).")]
-    = default(compare_reports, "overwrite"),
+    output: Annotated[Path, typer.Option(help="Output directory (must be empty or absent, see --overwrite).")] = Path(
+        "layerpick-out/compare"
+    ),
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace the output directory when it holds a previous compare output (and nothing else).",
+        ),
+    ] = default(compare_reports, "overwrite"),
     as_json: opt.Json = False,
 ) -> None:
     """Overlay several models' select (and validate) reports on relative depth k/L: a plot per metric, one of the
@@ -41,4 +46,3 @@ def compare(
         typer.echo(json.dumps(result.report.to_json(), indent=2))
         return
     render_comparison(result)
-

@@ -20,8 +20,16 @@ USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 INTERRUPTED = 130
 # OSErrors about the user's environment (their files, their disk), not about layerpick
-ENVIRONMENT_ERRNOS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR,
-                      errno.ENOTDIR}
+ENVIRONMENT_ERRNOS = {
+    errno.ENOENT,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EISDIR,
+    errno.ENOTDIR,
+}
 
 
 def debug_enabled() -> bool:

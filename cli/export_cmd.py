@@ -25,11 +25,19 @@ def export(
     model: opt.ModelArg = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the exported model to.")] = ...,
     layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L).")] = None,
-    layers: Annotated[Optional[str], typer.Option(
-        "--layers", help="With --format static: distil several layers in one load, comma-separated (e.g. 2,6,12); "
-        "writes OUTPUT/layer-K per layer (each what --layer K gives) and OUTPUT/layers.json.")] = None,
+    layers: Annotated[
+        Optional[str],
+        typer.Option(
+            "--layers",
+            help="With --format static: distil several layers in one load, comma-separated (e.g. 2,6,12); "
+            "writes OUTPUT/layer-K per layer (each what --layer K gives) and OUTPUT/layers.json.",
+        ),
+    ] = None,
     report: Annotated[
-        Optional[Path], typer.Option(help="A `layerpick select` report.json: export its layer, pooling, representation and prompt template.")
+        Optional[Path],
+        typer.Option(
+            help="A `layerpick select` report.json: export its layer, pooling, representation and prompt template."
+        ),
     ] = default(ExportConfig, "report"),
     pooling: opt.Pooling = default(ExportConfig, "pooling"),
     prompt: opt.Prompt = default(ExportConfig, "prompt"),
@@ -37,21 +45,36 @@ def export(
     fit_texts: opt.FitTexts = default(ExportConfig, "fit_texts"),
     normalize: opt.Normalize = default(ExportConfig, "normalize"),
     max_seq_length: Annotated[
-        Optional[int], typer.Option("--max-seq-length", help="Truncate inputs to this many tokens (default: the "
-                                    "model's sentence-transformers setting, else min(model limit, 512)).")
+        Optional[int],
+        typer.Option(
+            "--max-seq-length",
+            help="Truncate inputs to this many tokens (default: the "
+            "model's sentence-transformers setting, else min(model limit, 512)).",
+        ),
     ] = default(ExportConfig, "max_seq_length"),
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")]
-    = default(ExportConfig, "overwrite"),
-    format: Annotated[str, typer.Option(
-        "--format", help="sentence-transformers; onnx: also onnx/model.onnx (needs layerpick[onnx]); static: "
-        "instead a model2vec static table distilled from the cut (needs layerpick[static]).")
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = default(
+        ExportConfig, "overwrite"
+    ),
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="sentence-transformers; onnx: also onnx/model.onnx (needs layerpick[onnx]); static: "
+            "instead a model2vec static table distilled from the cut (needs layerpick[static]).",
+        ),
     ] = default(ExportConfig, "format"),
-    static_dims: Annotated[Optional[int], typer.Option(
-        "--static-dims", help="PCA dimensions of the static table (with --format static; default 256, or the "
-        "hidden size where smaller).")] = default(ExportConfig, "static_dims"),
-    quantize: Annotated[Optional[str], typer.Option(
-        help="int8: also onnx/model_quantized.onnx (dynamic int8), checked against the float graph.")]
-    = default(ExportConfig, "quantize"),
+    static_dims: Annotated[
+        Optional[int],
+        typer.Option(
+            "--static-dims",
+            help="PCA dimensions of the static table (with --format static; default 256, or the "
+            "hidden size where smaller).",
+        ),
+    ] = default(ExportConfig, "static_dims"),
+    quantize: Annotated[
+        Optional[str],
+        typer.Option(help="int8: also onnx/model_quantized.onnx (dynamic int8), checked against the float graph."),
+    ] = default(ExportConfig, "quantize"),
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:
@@ -63,20 +86,33 @@ def export(
 
     Example: layerpick export minilm-l6 --layers 2,4,6 --output minilm-static --format static
     """
-    config = ExportConfig(pooling=pooling, normalize=normalize, max_seq_length=max_seq_length, report=report,
-                          overwrite=overwrite, progress=not quiet, format=format, quantize=quantize,
-                          prompt=prompt, transform=transform, fit_texts=fit_texts, static_dims=static_dims)
+    config = ExportConfig(
+        pooling=pooling,
+        normalize=normalize,
+        max_seq_length=max_seq_length,
+        report=report,
+        overwrite=overwrite,
+        progress=not quiet,
+        format=format,
+        quantize=quantize,
+        prompt=prompt,
+        transform=transform,
+        fit_texts=fit_texts,
+        static_dims=static_dims,
+    )
     interrupt.final_output(output)  # once the export is in place, the command has succeeded
     if layers is not None:
         _export_layers(registry.model_or_default(model), layer, layers, output, config, load)
         return
-    result = export_model(registry.model_or_default(model or _model_from_report(report)), layer, output, config,
-                          load_options=load)
+    result = export_model(
+        registry.model_or_default(model or _model_from_report(report)), layer, output, config, load_options=load
+    )
     render_export(result)
 
 
-def _export_layers(model: str, layer: int | None, layers: str, output: Path, config: ExportConfig,
-                   load: LoadOptions) -> None:
+def _export_layers(
+    model: str, layer: int | None, layers: str, output: Path, config: ExportConfig, load: LoadOptions
+) -> None:
     from layerpick.export.static_layers import export_static_layers
 
     if layer is not None:
@@ -93,4 +129,3 @@ def _model_from_report(report: Path | None) -> str | None:
         return read_select_report(report).model or None
     except LayerpickError:
         return None  # export_model reports the unreadable file
-

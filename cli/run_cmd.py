@@ -28,26 +28,38 @@ from layerpick.workflow.run import RunConfig, RunResult, run_workflow
 def run(
     model: opt.ModelArg = None,
     tasks: opt.Tasks = None,
-    layers: Annotated[Optional[str], typer.Option(
-        help=f"Layers to validate: 'all', or a mix of K, last and selected (default: {default(RunConfig, 'layers')}; "
-             "all with --choose validated or --max-loss).")] = None,
+    layers: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Layers to validate: 'all', or a mix of K, last and selected "
+            f"(default: {default(RunConfig, 'layers')}; "
+            "all with --choose validated or --max-loss)."
+        ),
+    ] = None,
     task_data: opt.TaskData = None,
-    output: Annotated[Optional[Path], typer.Option(
-        help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused.")]
-    = None,
-    force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")]
-    = default(RunConfig, "force"),
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Output folder (default layerpick-out/<model>/run); an earlier run's finished stages there are reused."
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Recompute every stage, reusing nothing.")] = default(
+        RunConfig, "force"
+    ),
     normalize: opt.Normalize = default(RunConfig, "normalize"),
-    bench: Annotated[bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")]
-    = default(RunConfig, "bench") is not None,
-    bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")]
-    = opt.sizes_text(default(BenchConfig, "batch_sizes")),
+    bench: Annotated[
+        bool, typer.Option("--bench/--no-bench", help="Measure the export against the full model.")
+    ] = default(RunConfig, "bench") is not None,
+    bench_batch_sizes: Annotated[str, typer.Option(help="Batch sizes for the bench.")] = opt.sizes_text(
+        default(BenchConfig, "batch_sizes")
+    ),
     bench_texts: Annotated[int, typer.Option(help="Texts per bench pass.")] = default(BenchConfig, "texts"),
-    bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")]
-    = default(BenchConfig, "repeats"),
-    bench_memory: Annotated[bool, typer.Option("--bench-memory/--no-bench-memory",
-                                               help="Measure peak memory (a fresh process per model).")]
-    = default(BenchConfig, "memory"),
+    bench_repeats: Annotated[int, typer.Option(help="Timed passes per model and batch size.")] = default(
+        BenchConfig, "repeats"
+    ),
+    bench_memory: Annotated[
+        bool, typer.Option("--bench-memory/--no-bench-memory", help="Measure peak memory (a fresh process per model).")
+    ] = default(BenchConfig, "memory"),
     threads: opt.Threads = default(BenchConfig, "threads"),
     choose: opt.Choose = None,
     max_loss: opt.MaxLoss = None,
@@ -66,11 +78,29 @@ def run(
     items = tuple(item for value in tasks or [] for item in split_items(value))
     choice = ChoiceOptions.parse(choose, max_loss)
     sizes = opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes")
-    bench_config = BenchConfig(batch_sizes=sizes, texts=bench_texts, repeats=bench_repeats, device=load.device,
-                               memory=bench_memory, threads=threads) if bench else None
+    bench_config = (
+        BenchConfig(
+            batch_sizes=sizes,
+            texts=bench_texts,
+            repeats=bench_repeats,
+            device=load.device,
+            memory=bench_memory,
+            threads=threads,
+        )
+        if bench
+        else None
+    )
     layers = layers or ("all" if choice.validated else default(RunConfig, "layers"))
-    config = RunConfig(tasks=items, layers=layers, task_data=tuple(task_data or ()), normalize=normalize,
-                       bench=bench_config, select=selection, choice=choice, force=force)
+    config = RunConfig(
+        tasks=items,
+        layers=layers,
+        task_data=tuple(task_data or ()),
+        normalize=normalize,
+        bench=bench_config,
+        select=selection,
+        choice=choice,
+        force=force,
+    )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
     result = run_workflow(name, target, load, config, progress=not quiet, announce=announcer(quiet))
@@ -103,4 +133,3 @@ def summary(result: RunResult, files: list[Path]) -> dict:
         "report": [str(path) for path in files],
         "stages": result.stages,
     }
-

@@ -16,25 +16,38 @@ from layerpick.serve.server import serve as run_server
 
 def serve(
     directory: Annotated[Path, typer.Argument(help="A sentence-transformers directory (e.g. `layerpick export`'s).")],
-    host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.",
-                                      envvar="LAYERPICK_HOST")] = default(ServeConfig, "host"),
-    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")]
-    = default(ServeConfig, "port"),
-    max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")]
-    = default(ServeConfig, "max_inputs"),
-    max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")]
-    = default(ServeConfig, "max_chars"),
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; 0.0.0.0 opens it to the network.", envvar="LAYERPICK_HOST")
+    ] = default(ServeConfig, "host"),
+    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).", envvar="LAYERPICK_PORT")] = default(
+        ServeConfig, "port"
+    ),
+    max_inputs: Annotated[int, typer.Option(help="Most inputs in one request (more: 413).")] = default(
+        ServeConfig, "max_inputs"
+    ),
+    max_chars: Annotated[int, typer.Option(help="Most characters in one input (more: 413).")] = default(
+        ServeConfig, "max_chars"
+    ),
     batch_size: opt.BatchSize = default(ServeConfig, "batch_size"),
-    max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")]
-    = default(ServeConfig, "max_wait_ms"),
+    max_wait_ms: Annotated[float, typer.Option(help="How long the worker waits for more requests to batch.")] = default(
+        ServeConfig, "max_wait_ms"
+    ),
     device: opt.Device = default(ServeConfig, "device"),
-    model_name: Annotated[Optional[str], typer.Option(
-        help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name).")]
-    = default(ServeConfig, "model_name"),
-    strict_model: Annotated[bool, typer.Option(
-        "--strict-model", help="Refuse (404) a request whose `model` is not the served model's name; without it any "
-        "`model` is answered, and every response names the served model.", envvar="LAYERPICK_STRICT_MODEL")]
-    = default(ServeConfig, "strict_model"),
+    model_name: Annotated[
+        Optional[str],
+        typer.Option(
+            help="`model` name to report (default: <source>-layer<K> for a layerpick export, else the directory name)."
+        ),
+    ] = default(ServeConfig, "model_name"),
+    strict_model: Annotated[
+        bool,
+        typer.Option(
+            "--strict-model",
+            help="Refuse (404) a request whose `model` is not the served model's name; without it any "
+            "`model` is answered, and every response names the served model.",
+            envvar="LAYERPICK_STRICT_MODEL",
+        ),
+    ] = default(ServeConfig, "strict_model"),
     threads: opt.Threads = default(ServeConfig, "threads"),
     backend: opt.Backend = default(ServeConfig, "backend"),
 ) -> None:
@@ -45,9 +58,19 @@ def serve(
 
     Example: layerpick serve ./smollm2-k15 --port 8080 --threads 4
     """
-    config = ServeConfig(host=host, port=port, max_inputs=max_inputs, max_chars=max_chars, batch_size=batch_size,
-                         max_wait_ms=max_wait_ms, device=device, model_name=model_name, threads=threads,
-                         backend=backend, strict_model=strict_model)
+    config = ServeConfig(
+        host=host,
+        port=port,
+        max_inputs=max_inputs,
+        max_chars=max_chars,
+        batch_size=batch_size,
+        max_wait_ms=max_wait_ms,
+        device=device,
+        model_name=model_name,
+        threads=threads,
+        backend=backend,
+        strict_model=strict_model,
+    )
     run_server(directory, config, on_ready=_announce)
     typer.echo("layerpick: server stopped", err=True)
 

@@ -28,23 +28,38 @@ from layerpick.validation.render import render_failures, render_validation
 def validate(
     model: opt.ModelArg = None,
     tasks: opt.Tasks = None,
-    layers: Annotated[str, typer.Option(help="all, or a comma-separated mix of K, last and selected (needs --report; adds the last layer).")]
-    = default(ValidateConfig, "layers"),
-    report: Annotated[Optional[Path], typer.Option(help="A select report.json: compare its choice and metrics.")]
-    = default(ValidateConfig, "report"),
-    output: Annotated[Optional[Path], typer.Option(help="Output directory (default layerpick-out/<model>/validation); "
-                                                   "finished (task, layer) results found there are reused.")]
-    = default(ValidateConfig, "output_dir"),
-    exported: Annotated[Optional[Path], typer.Option(help="Validate an exported sentence-transformers directory "
-                                                     "(its own output) instead of a model's layers.")]
-    = default(ValidateConfig, "exported_dir"),
+    layers: Annotated[
+        str,
+        typer.Option(
+            help="all, or a comma-separated mix of K, last and selected (needs --report; adds the last layer)."
+        ),
+    ] = default(ValidateConfig, "layers"),
+    report: Annotated[
+        Optional[Path], typer.Option(help="A select report.json: compare its choice and metrics.")
+    ] = default(ValidateConfig, "report"),
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Output directory (default layerpick-out/<model>/validation); "
+            "finished (task, layer) results found there are reused."
+        ),
+    ] = default(ValidateConfig, "output_dir"),
+    exported: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Validate an exported sentence-transformers directory (its own output) instead of a model's layers."
+        ),
+    ] = default(ValidateConfig, "exported_dir"),
     task_data: opt.TaskData = None,
-    store: Annotated[Optional[Path], typer.Option(help="Representation store directory (default: the layerpick "
-                                                  "cache).", envvar="LAYERPICK_STORE")]
-    = default(ValidateConfig, "store_dir"),
+    store: Annotated[
+        Optional[Path],
+        typer.Option(help="Representation store directory (default: the layerpick cache).", envvar="LAYERPICK_STORE"),
+    ] = default(ValidateConfig, "store_dir"),
     normalize: opt.Normalize = default(ValidateConfig, "normalize"),
-    materialize: Annotated[Optional[Path], typer.Option(help="Write the --tasks as local task folders into this "
-                                                        "directory (needs internet) and exit.")] = None,
+    materialize: Annotated[
+        Optional[Path],
+        typer.Option(help="Write the --tasks as local task folders into this directory (needs internet) and exit."),
+    ] = None,
     pooling: opt.Pooling = default(ValidateConfig, "pooling"),
     prompt: opt.Prompt = default(ValidateConfig, "prompt"),
     transform: opt.Transform = default(ValidateConfig, "transform"),
@@ -72,10 +87,23 @@ def validate(
             typer.echo(f"wrote {folder}")
         return
     config = validation.ValidateConfig(
-        layers=layers, report=report, output_dir=output, pooling=pooling, representation=representation,
-        batch_size=batch_size, max_length=max_length, normalize=normalize, exported_dir=exported, store_dir=store,
-        task_data=task_data or (), progress=not quiet, choice=choice, prompt=prompt, transform=transform,
-        fit_texts=fit_texts)
+        layers=layers,
+        report=report,
+        output_dir=output,
+        pooling=pooling,
+        representation=representation,
+        batch_size=batch_size,
+        max_length=max_length,
+        normalize=normalize,
+        exported_dir=exported,
+        store_dir=store,
+        task_data=task_data or (),
+        progress=not quiet,
+        choice=choice,
+        prompt=prompt,
+        transform=transform,
+        fit_texts=fit_texts,
+    )
     source = None if exported and model is None else registry.model_or_default(model)
     interrupt.final_output(validation.validation_output(source, config) / VALIDATION_FILE)  # written last
     result = validation.run_validation(source, items, config, load_options=load)
@@ -87,7 +115,8 @@ def validate(
         render_failures(result.failures)
         names = ", ".join(result.failures)
         raise validation.ValidationFailedError(
-            f"{len(result.failures)} task(s) failed ({names}); the others were written to {result.files[0]}")
+            f"{len(result.failures)} task(s) failed ({names}); the others were written to {result.files[0]}"
+        )
 
 
 def _quiet_mteb_logging() -> None:

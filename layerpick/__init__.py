@@ -2,7 +2,8 @@
 
 The curated public API: the stage verbs (`select`, `validate` and `run` here; all seven, with `export`, `bench`,
 `compare` and `serve`, in `layerpick.verbs`, which says their one argument pattern), each stage's config and
-result types, and the "layer k" core. The names are imported on first use (PEP 562), so `import layerpick.<submodule>` does not pay for torch
+result types, and the "layer k" core. The names are imported on first use (PEP 562), so `import
+layerpick.<submodule>` does not pay for torch
 until something needs it; the command line relies on that to handle Ctrl-C from its first moment.
 """
 

@@ -28,8 +28,14 @@ if TYPE_CHECKING:
     from layerpick.workflow import RunConfig, RunResult
 
 
-def select(model: str, config: SelectConfig | None = None, *, load: LoadOptions | None = None,
-           output: str | Path | None = None, progress: bool = True) -> SelectReport:
+def select(
+    model: str,
+    config: SelectConfig | None = None,
+    *,
+    load: LoadOptions | None = None,
+    output: str | Path | None = None,
+    progress: bool = True,
+) -> SelectReport:
     """Score every layer of `model` on the calibration texts and choose one; with `output`, also write
     report.json, report.md and metrics.png there."""
     from layerpick.core.models import LoadOptions
@@ -44,20 +50,34 @@ def select(model: str, config: SelectConfig | None = None, *, load: LoadOptions 
     return report
 
 
-def validate(model: str | None, config: ValidateConfig, *, load: LoadOptions | None = None,
-             output: str | Path | None = None, progress: bool = True) -> ValidationRun:
+def validate(
+    model: str | None,
+    config: ValidateConfig,
+    *,
+    load: LoadOptions | None = None,
+    output: str | Path | None = None,
+    progress: bool = True,
+) -> ValidationRun:
     """Evaluate `model`'s layers (or the export in `config.exported_dir`, with `model` None) on `config.tasks`
     with MTEB's evaluators; validation.json and the plots go to `output` (None: layerpick-out/<model>/validation)."""
     from layerpick.core.models import LoadOptions
     from layerpick.validation.run import run_validation
 
-    config = dataclasses.replace(config, progress=progress,
-                                 output_dir=Path(output) if output is not None else config.output_dir)
+    config = dataclasses.replace(
+        config, progress=progress, output_dir=Path(output) if output is not None else config.output_dir
+    )
     return run_validation(model, list(config.tasks), config, load_options=load or LoadOptions())
 
 
-def export(model: str, config: ExportConfig, *, load: LoadOptions | None = None, output: str | Path,
-           overwrite: bool = False, progress: bool = True) -> ExportResult:
+def export(
+    model: str,
+    config: ExportConfig,
+    *,
+    load: LoadOptions | None = None,
+    output: str | Path,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> ExportResult:
     """Cut `model` after block `config.layer` (or the layer `config.report` chose), save it as a
     sentence-transformers folder at `output` (ONNX or a static table per `config.format`), parity-checked."""
     from layerpick.core.models import LoadOptions
@@ -67,8 +87,13 @@ def export(model: str, config: ExportConfig, *, load: LoadOptions | None = None,
     return export_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
 
 
-def bench(export_dir: str | Path, config: BenchConfig | None = None, *, output: str | Path | None = None,
-          progress: bool = True) -> BenchResult:
+def bench(
+    export_dir: str | Path,
+    config: BenchConfig | None = None,
+    *,
+    output: str | Path | None = None,
+    progress: bool = True,
+) -> BenchResult:
     """Time the export in `export_dir` against the full model it was cut from, interleaved in one process; with
     `output`, also write the result there as bench.json."""
     from layerpick._util.atomic import write_json_atomic
@@ -80,8 +105,14 @@ def bench(export_dir: str | Path, config: BenchConfig | None = None, *, output: 
     return result
 
 
-def run(model: str, config: RunConfig | None = None, *, load: LoadOptions | None = None,
-        output: str | Path | None = None, progress: bool = True) -> RunResult:
+def run(
+    model: str,
+    config: RunConfig | None = None,
+    *,
+    load: LoadOptions | None = None,
+    output: str | Path | None = None,
+    progress: bool = True,
+) -> RunResult:
     """select, validate (with `config.tasks`), export and bench `model` into `output` (None:
     layerpick-out/<model>/run), reusing finished stages, then write the run's report."""
     from layerpick.core.models import LoadOptions

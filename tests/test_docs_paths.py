@@ -30,7 +30,9 @@ def named_paths(text: str) -> list[str]:
 def test_the_documents_name_paths_at_all():
     assert len(named_paths((ROOT / "README.md").read_text())) >= 20
     assert named_paths("see `layerpick/core/surgery.py:12`, `tests/x.py::test_y`, `layerpick-out/m` and `*.md`") == [
-        "layerpick/core/surgery.py", "tests/x.py"]
+        "layerpick/core/surgery.py",
+        "tests/x.py",
+    ]
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)

@@ -18,17 +18,31 @@ def test_script_parses():
 
 
 def test_helper_parses():
-    done = subprocess.run([sys.executable, str(SCRIPT.with_suffix(".py")), "--help"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.with_suffix(".py")), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0 and "picks" in done.stdout, done.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the script would run the check")
 def test_without_cuda_it_says_so_and_writes_nothing(tmp_path):
     before = GPU_MD.stat().st_mtime_ns if GPU_MD.exists() else None
-    done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "HOME": str(tmp_path),
-                               "GPU_CHECK_WORK": str(tmp_path / "work")})
+    done = subprocess.run(
+        ["bash", str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHON": sys.executable,
+            "HOME": str(tmp_path),
+            "GPU_CHECK_WORK": str(tmp_path / "work"),
+        },
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "no CUDA device"
     assert (GPU_MD.stat().st_mtime_ns if GPU_MD.exists() else None) == before

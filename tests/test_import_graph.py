@@ -20,8 +20,10 @@ def imports_of(path: Path) -> list[str]:
     modules = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules += [f"{node.module}.{alias.name}" if is_module(f"{node.module}.{alias.name}") else node.module
-                        for alias in node.names]
+            modules += [
+                f"{node.module}.{alias.name}" if is_module(f"{node.module}.{alias.name}") else node.module
+                for alias in node.names
+            ]
         elif isinstance(node, ast.Import):
             modules += [alias.name for alias in node.names]
     return [module for module in modules if module.split(".")[0] == "layerpick"]
@@ -53,20 +55,25 @@ def test_the_graph_is_read():
 
 
 def test_the_neutral_rooms_import_no_stage():
-    wrong = [(path, module) for path, room, module in edges()
-             if room in NEUTRAL and module.split(".")[1] in STAGES]
+    wrong = [(path, module) for path, room, module in edges() if room in NEUTRAL and module.split(".")[1] in STAGES]
     assert wrong == []
 
 
 def test_stages_import_only_earlier_stages():
-    wrong = [(path, module) for path, room, module in edges() if room in STAGES
-             and module.split(".")[1] in STAGES and STAGES.index(module.split(".")[1]) > STAGES.index(room)]
+    wrong = [
+        (path, module)
+        for path, room, module in edges()
+        if room in STAGES and module.split(".")[1] in STAGES and STAGES.index(module.split(".")[1]) > STAGES.index(room)
+    ]
     assert wrong == []
 
 
 def test_stages_import_a_sibling_only_through_its_public_modules():
-    wrong = [(path, module) for path, room, module in edges() if room in STAGES
-             and module.split(".")[1] in STAGES and (module.split(".") + [""])[2] not in PUBLIC]
+    wrong = [
+        (path, module)
+        for path, room, module in edges()
+        if room in STAGES and module.split(".")[1] in STAGES and (module.split(".") + [""])[2] not in PUBLIC
+    ]
     assert wrong == []
 
 

@@ -17,7 +17,9 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        check=True, capture_output=True, cwd=out,
+        check=True,
+        capture_output=True,
+        cwd=out,
     )
     return next(out.glob("layerpick-*.whl"))
 
@@ -32,8 +34,11 @@ def test_wheel_top_level_names(wheel):
 
 def test_wheel_holds_every_package(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    packages = [init.parent.relative_to(ROOT) for init in (ROOT / "layerpick").rglob("__init__.py")
-                if "__pycache__" not in init.parts and "cli" not in init.relative_to(ROOT).parts]
+    packages = [
+        init.parent.relative_to(ROOT)
+        for init in (ROOT / "layerpick").rglob("__init__.py")
+        if "__pycache__" not in init.parts and "cli" not in init.relative_to(ROOT).parts
+    ]
     assert len(packages) > 10
     missing = [str(folder) for folder in packages if f"{folder.as_posix()}/__init__.py" not in names]
     assert missing == [], f"packages missing from pyproject's list: {missing}"
@@ -46,8 +51,10 @@ def test_wheel_entry_point_runs_from_installed_layout(wheel, tmp_path):
     entry = configparser.ConfigParser()
     entry.read_string(archive.read(info).decode())
     module, _, function = entry["console_scripts"]["layerpick"].partition(":")
-    code = f"import layerpick, sys; assert layerpick.__file__.startswith({str(tmp_path)!r}); " \
-           f"sys.argv = ['layerpick', '--version']; from {module} import {function}; {function}()"
+    code = (
+        f"import layerpick, sys; assert layerpick.__file__.startswith({str(tmp_path)!r}); "
+        f"sys.argv = ['layerpick', '--version']; from {module} import {function}; {function}()"
+    )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -17,21 +17,31 @@ import layerpick
 ROOT = Path(__file__).resolve().parents[1]
 VERBS = ("select", "validate", "export", "bench", "run", "compare", "serve")
 TOP_LEVEL = ("select", "validate", "run")  # the others share a name with their stage's package (see __init__)
-CONFIGS = {"select": "SelectConfig", "validate": "ValidateConfig", "export": "ExportConfig", "bench": "BenchConfig",
-           "run": "RunConfig", "serve": "ServeConfig"}  # compare has no settings beyond its inputs and output
+CONFIGS = {
+    "select": "SelectConfig",
+    "validate": "ValidateConfig",
+    "export": "ExportConfig",
+    "bench": "BenchConfig",
+    "run": "RunConfig",
+    "serve": "ServeConfig",
+}  # compare has no settings beyond its inputs and output
 KEYWORDS = {"load", "output", "overwrite", "progress"}
 
 
 def readme_api_blocks() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python API"):]
-    section = section[:section.index("\n## ", 3)]
+    section = text[text.index("## Python API") :]
+    section = section[: section.index("\n## ", 3)]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
 def readme_api_imports() -> list[str]:
-    return [line for block in readme_api_blocks() for line in block.splitlines()
-            if line.startswith(("from layerpick", "import layerpick"))]
+    return [
+        line
+        for block in readme_api_blocks()
+        for line in block.splitlines()
+        if line.startswith(("from layerpick", "import layerpick"))
+    ]
 
 
 def run_import(statement: str) -> None:

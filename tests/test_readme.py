@@ -44,15 +44,18 @@ def command_lines(documents: list[Path] = DOCUMENTS) -> list[str]:
 
 def known_options() -> dict[str, set[str]]:
     command = typer.main.get_command(app)
-    return {name: {opt for param in sub.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
-            for name, sub in command.commands.items()}
+    return {
+        name: {opt for param in sub.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+        for name, sub in command.commands.items()
+    }
 
 
 def test_readme_has_runnable_blocks_and_commands():
     assert sum(marked for marked, _ in code_blocks()) >= 2
     assert len(command_lines([README])) >= 8
-    assert not any(marked for document in DOCUMENTS[1:] for marked, _ in code_blocks(document)), \
+    assert not any(marked for document in DOCUMENTS[1:] for marked, _ in code_blocks(document)), (
         "runnable blocks belong in the README, where test_runnable_blocks_succeed runs them"
+    )
 
 
 @pytest.mark.parametrize("line", command_lines())
@@ -67,6 +70,7 @@ def test_readme_commands_use_real_options(line):
     assert used <= options[words[0]], f"unknown options {used - options[words[0]]} in: {line}"
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_runnable_blocks_succeed(tmp_path):
     (tmp_path / "tasks").mkdir()
@@ -76,6 +80,12 @@ def test_runnable_blocks_succeed(tmp_path):
     for number, (marked, body) in enumerate(code_blocks()):
         if not marked:
             continue
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", body],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert done.returncode == 0, f"README block {number} failed:\n{body}\n{done.stderr[-3000:]}"

@@ -98,12 +98,26 @@ def _post(url: str, payload: dict) -> dict:
 def serve_infinity(directory: Path, engine_flags: list[str], texts: list[str], log: Path) -> list[list[float]]:
     """Start `infinity_emb v2` on `directory`, embed `texts` over HTTP, stop it."""
     port = _free_port()
-    command = [str(Path(sys.executable).parent / "infinity_emb"), "v2", "--model-id", str(directory),
-               "--device", "cpu", "--port", str(port), "--host", "127.0.0.1", "--no-model-warmup",
-               "--log-level", "warning", *engine_flags]
+    command = [
+        str(Path(sys.executable).parent / "infinity_emb"),
+        "v2",
+        "--model-id",
+        str(directory),
+        "--device",
+        "cpu",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--no-model-warmup",
+        "--log-level",
+        "warning",
+        *engine_flags,
+    ]
     with open(log, "w") as stream:
-        server = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT,
-                                  env={**os.environ, "INFINITY_ANONYMOUS_USAGE_STATS": "0"})
+        server = subprocess.Popen(
+            command, stdout=stream, stderr=subprocess.STDOUT, env={**os.environ, "INFINITY_ANONYMOUS_USAGE_STATS": "0"}
+        )
         try:
             deadline = time.time() + 900
             while True:
@@ -145,8 +159,9 @@ def mapped_graph(directory: Path, texts: list[str]) -> list[list[float]]:
     out = []
     for text in texts:
         batch = tokenizer([text], return_tensors="np")
-        feed = {name: batch[name].astype(np.int64) if name in batch else np.zeros_like(batch["input_ids"])
-                for name in names}
+        feed = {
+            name: batch[name].astype(np.int64) if name in batch else np.zeros_like(batch["input_ids"]) for name in names
+        }
         states = session.run(["last_hidden_state"], feed)[0][0]
         if pooling.get("pooling_mode_cls_token"):
             vector = states[0]
@@ -180,23 +195,35 @@ def compare(work: Path) -> None:
 
     texts = json.loads((work / "texts.json").read_text())
     versions = {}
-    for name in ("infinity-emb", "sentence-transformers", "transformers", "torch", "onnxruntime", "optimum",
-                 "optimum-onnx", "numpy"):
+    for name in (
+        "infinity-emb",
+        "sentence-transformers",
+        "transformers",
+        "torch",
+        "onnxruntime",
+        "optimum",
+        "optimum-onnx",
+        "numpy",
+    ):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
     print(json.dumps({"versions": versions, "python": platform.python_version()}), flush=True)
     runs = {
-        "infinity --engine torch": lambda d, log: serve_infinity(d, ["--engine", "torch", "--no-bettertransformer"],
-                                                                 texts, log),
+        "infinity --engine torch": lambda d, log: serve_infinity(
+            d, ["--engine", "torch", "--no-bettertransformer"], texts, log
+        ),
         "infinity --engine optimum (onnx/model.onnx)": lambda d, log: serve_infinity(
-            d, ["--engine", "optimum", "--onnx-do-not-prefer-quantized", "--onnx-disable-optimize"], texts, log),
+            d, ["--engine", "optimum", "--onnx-do-not-prefer-quantized", "--onnx-disable-optimize"], texts, log
+        ),
         "infinity --engine optimum (onnx/model_quantized.onnx, int8)": lambda d, log: serve_infinity(
-            d, ["--engine", "optimum", "--onnx-disable-optimize"], texts, log),
+            d, ["--engine", "optimum", "--onnx-disable-optimize"], texts, log
+        ),
         'sentence-transformers backend="onnx" (onnx/model.onnx)': lambda d, log: st_onnx(d, texts, "model.onnx"),
         "onnxruntime: onnx/model_mapped.onnx (transform inside), pooled without Dense": lambda d, log: mapped_graph(
-            d, texts),
+            d, texts
+        ),
     }
     refusals = json.loads((work / "int8_refusals.json").read_text())
     for name in EXPORTS:
@@ -213,8 +240,11 @@ def compare(work: Path) -> None:
                 continue
             try:
                 cosines = _cosines(run(directory, log), reference)
-                row.update(min_cosine=min(cosines), mean_cosine=sum(cosines) / len(cosines),
-                           required=None if "int8" in engine else COSINE_REQUIRED)
+                row.update(
+                    min_cosine=min(cosines),
+                    mean_cosine=sum(cosines) / len(cosines),
+                    required=None if "int8" in engine else COSINE_REQUIRED,
+                )
             except Exception as error:  # noqa: BLE001 - a failing engine is a result to report
                 row["error"] = _reason(error, log)
             print(json.dumps(row), flush=True)
@@ -229,12 +259,15 @@ def prompt_lines(work: Path) -> list[str]:
             continue
         facts = json.loads(metadata.read_text())
         parity, template = facts["parity"], facts["prompt"]
-        lines += ["", f"`{name}`: the template `{template['template']}` is applied by the {template['applied_by']} "
-                      f"({template['tokens_added']} tokens). Before the export was moved into place, its "
-                      f"sentence-transformers vectors for the plain parity texts matched {parity['reference']} on "
-                      f"the wrapped texts: max abs difference {parity['max_abs_diff']:.2g} over {parity['texts']} "
-                      f"texts (tolerance {parity['tolerance']:.2g}). So infinity, sent plain text, returns the "
-                      "prompted embedding of layer " + f"{layer}."]
+        lines += [
+            "",
+            f"`{name}`: the template `{template['template']}` is applied by the {template['applied_by']} "
+            f"({template['tokens_added']} tokens). Before the export was moved into place, its "
+            f"sentence-transformers vectors for the plain parity texts matched {parity['reference']} on "
+            f"the wrapped texts: max abs difference {parity['max_abs_diff']:.2g} over {parity['texts']} "
+            f"texts (tolerance {parity['tolerance']:.2g}). So infinity, sent plain text, returns the "
+            "prompted embedding of layer " + f"{layer}.",
+        ]
     return lines
 
 
@@ -242,18 +275,24 @@ def report(work: Path) -> None:
     lines = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines() if line.strip()]
     header, rows = lines[0], lines[1:]
     versions = ", ".join(f"{name} {version}" for name, version in header["versions"].items())
-    out = ["# Serving engines: do they give an export's vectors?", "",
-           "Each export (made with `layerpick export MODEL --layer K --format onnx --quantize int8`, or without "
-           "`--quantize` when the export refuses the int8 graph; `-eol`: with `--prompt eol`, the template inside "
-           "the tokenizer, and the engines are sent the plain texts) is served by "
-           "infinity-emb over HTTP (`infinity_emb v2 --model-id DIR --device cpu ...`) and loaded by "
-           "sentence-transformers' own ONNX backend in a separate virtual environment; the vectors of "
-           f"{rows[0]['texts']} texts are compared with the project's sentence-transformers on the same directory "
-           "(torch), after L2 normalisation (infinity always normalises). Required: cosine at least "
-           f"{COSINE_REQUIRED} for every text where the engine runs the same float32 weights; the int8 graph "
-           "is reported (its own check at export time is cosine >= 0.99 to the float graph).", "",
-           f"Engines environment: Python {header['python']}, {versions}.", "",
-           "| export | engine | min cosine | mean cosine | holds |", "|---|---|---|---|---|"]
+    out = [
+        "# Serving engines: do they give an export's vectors?",
+        "",
+        "Each export (made with `layerpick export MODEL --layer K --format onnx --quantize int8`, or without "
+        "`--quantize` when the export refuses the int8 graph; `-eol`: with `--prompt eol`, the template inside "
+        "the tokenizer, and the engines are sent the plain texts) is served by "
+        "infinity-emb over HTTP (`infinity_emb v2 --model-id DIR --device cpu ...`) and loaded by "
+        "sentence-transformers' own ONNX backend in a separate virtual environment; the vectors of "
+        f"{rows[0]['texts']} texts are compared with the project's sentence-transformers on the same directory "
+        "(torch), after L2 normalisation (infinity always normalises). Required: cosine at least "
+        f"{COSINE_REQUIRED} for every text where the engine runs the same float32 weights; the int8 graph "
+        "is reported (its own check at export time is cosine >= 0.99 to the float graph).",
+        "",
+        f"Engines environment: Python {header['python']}, {versions}.",
+        "",
+        "| export | engine | min cosine | mean cosine | holds |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         if "refused" in row:
             out.append(f"| {row['export']} | {row['engine']} | - | - | no int8 graph: {row['refused']} |")
@@ -263,8 +302,9 @@ def report(work: Path) -> None:
             continue
         required = row["required"]
         holds = "reported (int8)" if required is None else ("yes" if row["min_cosine"] >= required else "NO")
-        out.append(f"| {row['export']} | {row['engine']} | {row['min_cosine']:.6f} | {row['mean_cosine']:.6f} | "
-                   f"{holds} |")
+        out.append(
+            f"| {row['export']} | {row['engine']} | {row['min_cosine']:.6f} | {row['mean_cosine']:.6f} | {holds} |"
+        )
     out += prompt_lines(work)
     out += ["", "Produced by:", "", "```bash", "bash benchmarks/engines/check_engines.sh", "```"]
     print("\n".join(out))

@@ -176,7 +176,7 @@ def sweep_stale(target: Path) -> list[Path]:
         return removed
     for kind in ("partial", "tmp"):
         for item in target.parent.glob(f".{glob.escape(target.name)}.{kind}-*"):
-            if not _holder_alive(item.name[len(f".{target.name}.{kind}-"):]):
+            if not _holder_alive(item.name[len(f".{target.name}.{kind}-") :]):
                 shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
                 removed.append(item)
     return removed

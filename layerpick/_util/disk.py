@@ -25,10 +25,13 @@ MB = 1e6
 class DiskFullError(OutputLocationError):
     """The disk holding an output has no room for it."""
 
-    def __init__(self, path: Path, needed: int | None = None, free: int | None = None, *,
-                 at_least: bool = False) -> None:
-        sizes = [f"{'at least ' if at_least else ''}{_mb(needed)} MB needed" if needed else None,
-                 f"{_mb(free)} MB free" if free is not None else None]
+    def __init__(
+        self, path: Path, needed: int | None = None, free: int | None = None, *, at_least: bool = False
+    ) -> None:
+        sizes = [
+            f"{'at least ' if at_least else ''}{_mb(needed)} MB needed" if needed else None,
+            f"{_mb(free)} MB free" if free is not None else None,
+        ]
         detail = ", ".join(size for size in sizes if size)
         super().__init__(f"no space left on device while writing {path}" + (f" ({detail})" if detail else ""))
         self.path, self.needed, self.free = Path(path), needed, free

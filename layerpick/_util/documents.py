@@ -75,13 +75,14 @@ def check_format(data: Any, expected: str, what: str, where: str) -> None:
     if found == expected:
         return
     if not isinstance(found, str):
-        raise ReportFormatError(f"{where} is not {what}: it has no \"format\": \"{expected}\" key")
+        raise ReportFormatError(f'{where} is not {what}: it has no "format": "{expected}" key')
     kind, _, version = found.partition("/")
     want_kind, _, want_version = expected.partition("/")
     if kind != want_kind:
         raise ReportFormatError(f"{where} is a {kind} file, not {what} ({want_kind})")
-    raise ReportFormatError(f"{where} is {what} of format version {version}; this layerpick reads version "
-                            f"{want_version}")
+    raise ReportFormatError(
+        f"{where} is {what} of format version {version}; this layerpick reads version {want_version}"
+    )
 
 
 def read_json_file(path: Path, noun: str = "file") -> Any:

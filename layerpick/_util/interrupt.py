@@ -24,8 +24,15 @@ from pathlib import Path
 from typing import Iterator
 
 # set from a signal handler, which runs in the main thread
-_state: dict = {"requested": False, "where": None, "signal": None, "finished": False, "final": None, "shield": 0,
-                "pending": False}
+_state: dict = {
+    "requested": False,
+    "where": None,
+    "signal": None,
+    "finished": False,
+    "final": None,
+    "shield": 0,
+    "pending": False,
+}
 
 
 def request(where: list[str] | None = None, signum: int = signal.SIGINT) -> None:

@@ -63,8 +63,9 @@ def _acquire(lock_file: Path, option: str, path: Path) -> int:
         except BlockingIOError:
             holder = _read_holder(handle)
             os.close(handle)
-            raise OutputBusyError(f"{option} {path} is being written by process {holder}; wait for it or choose "
-                                  f"another {option}") from None
+            raise OutputBusyError(
+                f"{option} {path} is being written by process {holder}; wait for it or choose another {option}"
+            ) from None
         if _same_file(handle, lock_file):  # not a file its last holder unlinked while we waited to open it
             os.ftruncate(handle, 0)
             os.write(handle, f"{os.getpid()}\n".encode())

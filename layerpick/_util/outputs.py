@@ -33,6 +33,7 @@ def model_output_dir(model: str) -> Path:
     """The folder a model's outputs go to by default: layerpick-out/<the model's last path part>."""
     return OUTPUT_ROOT / Path(model.rstrip("/")).name
 
+
 REASONS = {
     errno.EROFS: "is on a read-only file system",
     errno.EACCES: "is not writable (permission denied)",
@@ -50,8 +51,9 @@ class OutputExistsError(LayerpickError):
     """An output folder that already holds something layerpick may not replace (or not without --overwrite)."""
 
 
-def check_replaceable(path: Path, *, overwrite: bool, owned: Callable[[Path], bool], what: str,
-                      option: str = "--output") -> None:
+def check_replaceable(
+    path: Path, *, overwrite: bool, owned: Callable[[Path], bool], what: str, option: str = "--output"
+) -> None:
     """Raise OutputExistsError unless the folder `path` may be written: missing, empty, or (with `overwrite`)
     holding an earlier layerpick `what` (`owned(path)` says so)."""
     path = Path(path)
@@ -65,8 +67,10 @@ def check_replaceable(path: Path, *, overwrite: bool, owned: Callable[[Path], bo
     if not any(path.iterdir()):
         return
     if not owned(path):
-        raise OutputExistsError(f"{label} is not empty and holds no earlier layerpick {what}; refusing to replace "
-                                "it (choose a new or empty directory)")
+        raise OutputExistsError(
+            f"{label} is not empty and holds no earlier layerpick {what}; refusing to replace "
+            "it (choose a new or empty directory)"
+        )
     if not overwrite:
         raise OutputExistsError(f"{label} already holds a layerpick {what} (pass --overwrite to replace it)")
 

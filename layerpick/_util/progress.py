@@ -19,8 +19,15 @@ from rich.progress import (
 
 def stderr_progress() -> Progress:
     """A rich display on stderr with layerpick's columns: description, bar, done/total, elapsed, remaining."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), console=Console(file=sys.stderr), transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=False,
+    )
 
 
 @contextmanager

@@ -69,8 +69,11 @@ def _download(repo_id: str) -> Path:
 
     source = resolve_hub_id(repo_id, aliases=tuple(registry.ENTRIES))  # fails fast offline, no retries
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=["config.json", "*.safetensors", "*.json"],
-                                      local_files_only=source.local_only))
+        return Path(
+            snapshot_download(
+                repo_id, allow_patterns=["config.json", "*.safetensors", "*.json"], local_files_only=source.local_only
+            )
+        )
     except Exception as error:  # noqa: BLE001 - hub errors come in many types; one line for the user
         raise BenchError(f"cannot fetch baseline {repo_id}: {str(error).splitlines()[0]}") from error
 
@@ -124,9 +127,17 @@ def build_static_baseline_dir(name: str, metadata: ExportMetadata, work: Path, p
     if not isinstance(layers, int) or layers < 1:
         raise BenchError(f"the static export's {METADATA_FILE} names no layer count for its full model")
     target = work / "baseline"
-    export_model(name, layers, target, ExportConfig(
-        pooling=metadata.pooling, normalize=metadata.normalize,
-        max_seq_length=metadata.max_seq_length, progress=progress))
+    export_model(
+        name,
+        layers,
+        target,
+        ExportConfig(
+            pooling=metadata.pooling,
+            normalize=metadata.normalize,
+            max_seq_length=metadata.max_seq_length,
+            progress=progress,
+        ),
+    )
     (target / METADATA_FILE).unlink(missing_ok=True)
     return target
 

@@ -108,9 +108,14 @@ class CutsResult(Document):
     @classmethod
     def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> CutsResult:
         memory = {int(size): peak for size, peak in (values.get("full_peak_memory_bytes") or {}).items()}
-        return cls(**{**values, "rows": [CutRow(**row) for row in values["rows"]],
-                      "statics": [StaticRow(**row) for row in values.get("statics", [])],
-                      "full_peak_memory_bytes": memory})
+        return cls(
+            **{
+                **values,
+                "rows": [CutRow(**row) for row in values["rows"]],
+                "statics": [StaticRow(**row) for row in values.get("statics", [])],
+                "full_peak_memory_bytes": memory,
+            }
+        )
 
     def row(self, layer: int, batch_size: int) -> CutRow:
         return next(r for r in self.rows if r.layer == layer and r.batch_size == batch_size)
@@ -129,8 +134,13 @@ class CutsPlan:
     statics: tuple[StaticPeer, ...] = ()  # static exports to time beside the cuts
 
 
-def plan_cuts(source: str, layers: str, validation: Path | None = None, baseline: str | None = None,
-              statics: tuple[str | Path, ...] = ()) -> CutsPlan:
+def plan_cuts(
+    source: str,
+    layers: str,
+    validation: Path | None = None,
+    baseline: str | None = None,
+    statics: tuple[str | Path, ...] = (),
+) -> CutsPlan:
     """The source (an exported directory or a model), its layer count, the layers to cut and the static exports
     to time beside them."""
     from layerpick.export.metadata import read_metadata
@@ -150,8 +160,9 @@ def parse_cut_layers(text: str, num_layers: int, validation: ValidationReport | 
     """`frontier` (a validation's frontier layers, needs `validation`) or comma-separated layers in 1..L
     (the last layer is the full model itself, so it is dropped unless it is the only one)."""
     words = {"frontier": lambda: _frontier(validation, num_layers)}
-    chosen = parse_layer_list(text, first=1, last=num_layers, words=words,
-                              grammar="comma-separated layers or 'frontier'", error=BenchError)
+    chosen = parse_layer_list(
+        text, first=1, last=num_layers, words=words, grammar="comma-separated layers or 'frontier'", error=BenchError
+    )
     return [k for k in chosen if k < num_layers] or [num_layers]
 
 
@@ -164,8 +175,13 @@ def _frontier(validation: ValidationReport | None, num_layers: int) -> list[int]
     return chosen
 
 
-def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: LoadOptions = LoadOptions(),
-             *, progress: bool = False) -> CutsResult:
+def run_cuts(
+    plan: CutsPlan,
+    config: BenchConfig = BenchConfig(),
+    load_options: LoadOptions = LoadOptions(),
+    *,
+    progress: bool = False,
+) -> CutsResult:
     """Time every cut of `plan` against the full model side by side; memory per directory when asked."""
     from layerpick.bench.run import bench_texts, capped_config
     from layerpick.core.models import resolve_device
@@ -174,11 +190,17 @@ def run_cuts(plan: CutsPlan, config: BenchConfig = BenchConfig(), load_options: 
     device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-cuts-") as work:
         full = _full_directory(plan, Path(work), load_options, progress)
-        dirs = {FULL: full, **{k: cut_directory(full, k, Path(work)) for k in plan.layers if k < plan.num_layers},
-                **{peer.key: peer.path for peer in plan.statics}}
+        dirs = {
+            FULL: full,
+            **{k: cut_directory(full, k, Path(work)) for k in plan.layers if k < plan.num_layers},
+            **{peer.key: peer.path for peer in plan.statics},
+        }
         timings = _time(dirs, texts, config, device, progress)
-        memory = ({key: measure_memory(path, texts, config.batch_sizes, device, threads)
-                   for key, path in dirs.items()} if config.memory else None)
+        memory = (
+            {key: measure_memory(path, texts, config.batch_sizes, device, threads) for key, path in dirs.items()}
+            if config.memory
+            else None
+        )
         costs = layer_costs_for_config(_config(transformer_dir(full)))
         full_bytes = sum(path.stat().st_size for path in weight_files(transformer_dir(full)))
     result = _result(plan, config, timings, memory, costs, len(texts), device, threads, full_bytes)
@@ -225,8 +247,10 @@ def _time(dirs: dict, texts: list[str], config: BenchConfig, device: str, progre
         models = {key: load_sentence_transformer(path, device) for key, path in dirs.items()}
     steps = len(config.batch_sizes) * config.repeats * len(models)
     with progress_bar("benchmarking cuts", steps, enabled=progress) as advance:
-        return {size: time_side_by_side(models, split_batches(texts, size), config.repeats, device, advance)
-                for size in config.batch_sizes}
+        return {
+            size: time_side_by_side(models, split_batches(texts, size), config.repeats, device, advance)
+            for size in config.batch_sizes
+        }
 
 
 @contextlib.contextmanager
@@ -242,8 +266,17 @@ def _quiet_loading() -> Iterator[None]:
         transformers.logging.set_verbosity(level)
 
 
-def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | None, costs: LayerCosts,
-            texts: int, device: str, threads: int, full_bytes: int | None = None) -> CutsResult:
+def _result(
+    plan: CutsPlan,
+    config: BenchConfig,
+    timings: dict,
+    memory: dict | None,
+    costs: LayerCosts,
+    texts: int,
+    device: str,
+    threads: int,
+    full_bytes: int | None = None,
+) -> CutsResult:
     means = plan.validation.mean_by_layer if plan.validation else None
     rows = []
     for k in plan.layers:
@@ -251,24 +284,48 @@ def _result(plan: CutsPlan, config: BenchConfig, timings: dict, memory: dict | N
             cut, full = timings[size].get(k, timings[size][FULL]), timings[size][FULL]
             peak = memory[k][size]["peak_memory_bytes"] if memory and k in memory else None
             full_peak = memory[FULL][size]["peak_memory_bytes"] if memory else None
-            rows.append(CutRow(
-                layer=k, batch_size=size, texts_per_s=cut.texts_per_s, full_texts_per_s=full.texts_per_s,
-                measured_speedup=cut.texts_per_s / full.texts_per_s, ideal_speedup=costs.speedup(k),
-                latency_median_ms=cut.latency_median_ms, full_latency_median_ms=full.latency_median_ms,
-                peak_memory_bytes=peak if peak is not None else full_peak,
-                memory_ratio=(peak if peak is not None else full_peak) / full_peak if full_peak else None,
-                params_kept=costs.params_kept[k], validated_score=means[k] if means else None,
-                size_bytes=round(full_bytes * costs.params_kept[k] / costs.params_full) if full_bytes else None))
+            rows.append(
+                CutRow(
+                    layer=k,
+                    batch_size=size,
+                    texts_per_s=cut.texts_per_s,
+                    full_texts_per_s=full.texts_per_s,
+                    measured_speedup=cut.texts_per_s / full.texts_per_s,
+                    ideal_speedup=costs.speedup(k),
+                    latency_median_ms=cut.latency_median_ms,
+                    full_latency_median_ms=full.latency_median_ms,
+                    peak_memory_bytes=peak if peak is not None else full_peak,
+                    memory_ratio=(peak if peak is not None else full_peak) / full_peak if full_peak else None,
+                    params_kept=costs.params_kept[k],
+                    validated_score=means[k] if means else None,
+                    size_bytes=round(full_bytes * costs.params_kept[k] / costs.params_full) if full_bytes else None,
+                )
+            )
     full_peaks = {size: memory[FULL][size]["peak_memory_bytes"] for size in config.batch_sizes} if memory else {}
     return CutsResult(
-        model=plan.source, num_layers=plan.num_layers, layers=plan.layers, rows=rows, params_full=costs.params_full,
-        full_peak_memory_bytes=full_peaks, full_validated_score=means[plan.num_layers] if means else None,
-        texts=texts, repeats=config.repeats, device=device, threads=threads, seq_length=costs.seq_length,
-        memory_method=memory_method(device, all_reset(memory)) if memory else None, validation=plan.validation_path,
-        notes=[f"full model: {_origin(plan)}; each cut is it with the config cut to k blocks (the same weights, "
-               "the first k blocks loaded)",
-               f"torch intra-op threads: {threads}", *static_notes(plan.statics)],
-        statics=static_rows(plan.statics, timings, memory, config.batch_sizes, FULL), full_size_bytes=full_bytes)
+        model=plan.source,
+        num_layers=plan.num_layers,
+        layers=plan.layers,
+        rows=rows,
+        params_full=costs.params_full,
+        full_peak_memory_bytes=full_peaks,
+        full_validated_score=means[plan.num_layers] if means else None,
+        texts=texts,
+        repeats=config.repeats,
+        device=device,
+        threads=threads,
+        seq_length=costs.seq_length,
+        memory_method=memory_method(device, all_reset(memory)) if memory else None,
+        validation=plan.validation_path,
+        notes=[
+            f"full model: {_origin(plan)}; each cut is it with the config cut to k blocks (the same weights, "
+            "the first k blocks loaded)",
+            f"torch intra-op threads: {threads}",
+            *static_notes(plan.statics),
+        ],
+        statics=static_rows(plan.statics, timings, memory, config.batch_sizes, FULL),
+        full_size_bytes=full_bytes,
+    )
 
 
 def _origin(plan: CutsPlan) -> str:

@@ -19,33 +19,63 @@ FILES = ("cuts.json", "cuts.md", "cuts.png")
 
 def to_markdown(result: CutsResult) -> str:
     scored = result.full_validated_score is not None
-    lines = [f"# layerpick bench: cuts of {result.model}", "",
-             f"{len(result.layers)} cut(s) against the full model ({result.num_layers} layers), side by side in one "
-             f"process: {result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
-             f"{result.threads} threads. Speed-up = cut texts/s / full texts/s; ideal = compute per token "
-             f"(attention at {result.seq_length} tokens)."
-             + (f" {len({row.path for row in result.statics})} static export(s) timed in the same run, marked "
-                "static." if result.statics else ""), ""]
-    header = ["layer", "batch", "texts/s cut / full", "measured speed-up", "ideal speed-up", "% of ideal",
-              "p50 ms cut / full", "peak MB", "memory", "params kept", "size MB"] + (["validated mean"] if scored
-                                                                                        else [])
+    lines = [
+        f"# layerpick bench: cuts of {result.model}",
+        "",
+        f"{len(result.layers)} cut(s) against the full model ({result.num_layers} layers), side by side in one "
+        f"process: {result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
+        f"{result.threads} threads. Speed-up = cut texts/s / full texts/s; ideal = compute per token "
+        f"(attention at {result.seq_length} tokens)."
+        + (
+            f" {len({row.path for row in result.statics})} static export(s) timed in the same run, marked static."
+            if result.statics
+            else ""
+        ),
+        "",
+    ]
+    header = [
+        "layer",
+        "batch",
+        "texts/s cut / full",
+        "measured speed-up",
+        "ideal speed-up",
+        "% of ideal",
+        "p50 ms cut / full",
+        "peak MB",
+        "memory",
+        "params kept",
+        "size MB",
+    ] + (["validated mean"] if scored else [])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in result.rows:
-        cells = [str(row.layer), str(row.batch_size), f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}",
-                 f"{row.measured_speedup:.2f}x", f"{row.ideal_speedup:.2f}x",
-                 f"{row.measured_speedup / row.ideal_speedup:.0%}",
-                 f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}", _mb(row.peak_memory_bytes),
-                 "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x",
-                 f"{row.params_kept / result.params_full:.0%}", _mb(row.size_bytes)]
+        cells = [
+            str(row.layer),
+            str(row.batch_size),
+            f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}",
+            f"{row.measured_speedup:.2f}x",
+            f"{row.ideal_speedup:.2f}x",
+            f"{row.measured_speedup / row.ideal_speedup:.0%}",
+            f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}",
+            _mb(row.peak_memory_bytes),
+            "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x",
+            f"{row.params_kept / result.params_full:.0%}",
+            _mb(row.size_bytes),
+        ]
         lines.append("| " + " | ".join(cells + ([_score(row.validated_score)] if scored else [])) + " |")
     lines += [_static_line(row, scored) for row in result.statics]
     if scored:
-        lines += ["", f"Full model's validated mean score: {_score(result.full_validated_score)} "
-                      f"(validation: `{result.validation}`)."]
+        lines += [
+            "",
+            f"Full model's validated mean score: {_score(result.full_validated_score)} "
+            f"(validation: `{result.validation}`).",
+        ]
     if result.full_size_bytes:
-        lines += ["", f"Size on disk: the full model's weights {_mb(result.full_size_bytes)} MB; a cut's is its "
-                      "export's estimated weights (the full weights' share kept), a static export's every file of "
-                      "its directory."]
+        lines += [
+            "",
+            f"Size on disk: the full model's weights {_mb(result.full_size_bytes)} MB; a cut's is its "
+            "export's estimated weights (the full weights' share kept), a static export's every file of "
+            "its directory.",
+        ]
     if result.memory_method:
         lines += ["", f"Memory: {result.memory_method}."]
     lines += [""] + [f"- {note}" for note in result.notes]
@@ -53,10 +83,19 @@ def to_markdown(result: CutsResult) -> str:
 
 
 def _static_line(row: StaticRow, scored: bool) -> str:
-    cells = [f"static {row.name} (layer {row.layer})", str(row.batch_size),
-             f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}", f"{row.measured_speedup:.2f}x", "–", "–",
-             f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}", _mb(row.peak_memory_bytes),
-             "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x", "table", _mb(row.size_bytes)]
+    cells = [
+        f"static {row.name} (layer {row.layer})",
+        str(row.batch_size),
+        f"{row.texts_per_s:.1f} / {row.full_texts_per_s:.1f}",
+        f"{row.measured_speedup:.2f}x",
+        "–",
+        "–",
+        f"{row.latency_median_ms:.1f} / {row.full_latency_median_ms:.1f}",
+        _mb(row.peak_memory_bytes),
+        "–" if row.memory_ratio is None else f"{row.memory_ratio:.2f}x",
+        "table",
+        _mb(row.size_bytes),
+    ]
     return "| " + " | ".join(cells + (["–"] if scored else [])) + " |"
 
 
@@ -72,15 +111,26 @@ def plot_cuts(result: CutsResult, path: Path) -> Path:
     left.plot([1, top], [1, top], color="gray", linestyle="--", linewidth=1, label="measured = ideal")
     for size in sizes:
         rows = [r for r in result.rows if r.batch_size == size]
-        left.plot([r.ideal_speedup for r in rows], [r.measured_speedup for r in rows], marker="o",
-                  label=f"batch {size}")
+        left.plot(
+            [r.ideal_speedup for r in rows], [r.measured_speedup for r in rows], marker="o", label=f"batch {size}"
+        )
         for r in rows:
-            left.annotate(str(r.layer), (r.ideal_speedup, r.measured_speedup), textcoords="offset points",
-                          xytext=(3, 3), fontsize=7)
+            left.annotate(
+                str(r.layer),
+                (r.ideal_speedup, r.measured_speedup),
+                textcoords="offset points",
+                xytext=(3, 3),
+                fontsize=7,
+            )
     for row in result.statics:
         if row.batch_size == sizes[-1]:
-            left.axhline(row.measured_speedup, color="tab:red", linestyle=":", linewidth=1,
-                         label=f"static {row.name} (layer {row.layer}), batch {row.batch_size}")
+            left.axhline(
+                row.measured_speedup,
+                color="tab:red",
+                linestyle=":",
+                linewidth=1,
+                label=f"static {row.name} (layer {row.layer}), batch {row.batch_size}",
+            )
     left.set_xlabel("ideal speed-up")
     left.set_ylabel("measured speed-up (throughput, cut / full)")
     left.set_title(f"{result.model}: cuts against the full model", fontsize=10)
@@ -97,16 +147,29 @@ def plot_cuts(result: CutsResult, path: Path) -> Path:
 def _plot_scores(axis, result: CutsResult, sizes: list[int]) -> None:
     for size in sizes:
         rows = [r for r in result.rows if r.batch_size == size and r.validated_score is not None]
-        axis.plot([r.measured_speedup for r in rows], [r.validated_score for r in rows], marker="o", linestyle="",
-                  label=f"measured, batch {size}")
+        axis.plot(
+            [r.measured_speedup for r in rows],
+            [r.validated_score for r in rows],
+            marker="o",
+            linestyle="",
+            label=f"measured, batch {size}",
+        )
     rows = [r for r in result.rows if r.batch_size == sizes[0] and r.validated_score is not None]
-    axis.scatter([r.ideal_speedup for r in rows], [r.validated_score for r in rows], marker="x", color="black",
-                 label="ideal")
+    axis.scatter(
+        [r.ideal_speedup for r in rows], [r.validated_score for r in rows], marker="x", color="black", label="ideal"
+    )
     for r in rows:
-        axis.annotate(str(r.layer), (r.ideal_speedup, r.validated_score), textcoords="offset points",
-                      xytext=(3, 3), fontsize=7)
-    axis.scatter([1.0], [result.full_validated_score], marker="v", color="tab:gray", s=60,
-                 label=f"full model ({result.num_layers})")
+        axis.annotate(
+            str(r.layer), (r.ideal_speedup, r.validated_score), textcoords="offset points", xytext=(3, 3), fontsize=7
+        )
+    axis.scatter(
+        [1.0],
+        [result.full_validated_score],
+        marker="v",
+        color="tab:gray",
+        s=60,
+        label=f"full model ({result.num_layers})",
+    )
     axis.set_xlabel("speed-up over the full model")
     axis.set_ylabel("validated mean task score")
     axis.set_title("validated score against speed-up", fontsize=10)

@@ -34,21 +34,36 @@ logger = logging.getLogger(__name__)
 PROBE_CODE = "from layerpick.bench.memory import probe_main; probe_main()"
 
 
-def measure_memory(directory: Path, texts: list[str], batch_sizes: Sequence[int], device: str,
-                   threads: int | None = None, backend: str = "torch") -> dict[int, dict]:
+def measure_memory(
+    directory: Path,
+    texts: list[str],
+    batch_sizes: Sequence[int],
+    device: str,
+    threads: int | None = None,
+    backend: str = "torch",
+) -> dict[int, dict]:
     """Peak memory of `directory`'s model (run by `backend`) at each batch size, in a fresh Python process:
     {batch size: {peak_memory_bytes, peak_rss_bytes, reset, threads}}."""
-    request = {"directory": str(directory), "texts": texts, "batch_sizes": sorted(batch_sizes), "device": device,
-               "threads": threads, "backend": backend}
+    request = {
+        "directory": str(directory),
+        "texts": texts,
+        "batch_sizes": sorted(batch_sizes),
+        "device": device,
+        "threads": threads,
+        "backend": backend,
+    }
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    done = subprocess.run([sys.executable, "-c", PROBE_CODE], input=json.dumps(request), capture_output=True,
-                          text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE_CODE], input=json.dumps(request), capture_output=True, text=True, env=env
+    )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise BenchError(f"memory probe for {directory} failed: {last}")
     answer = json.loads(done.stdout.strip().splitlines()[-1])
-    return {int(size): {**value, "reset": answer["reset"], "threads": answer["threads"]}
-            for size, value in answer["peaks"].items()}
+    return {
+        int(size): {**value, "reset": answer["reset"], "threads": answer["threads"]}
+        for size, value in answer["peaks"].items()
+    }
 
 
 def probe_main() -> None:
@@ -175,7 +190,11 @@ def memory_method(device: str, reset: bool = True) -> str:
     if device == "cuda":
         return "torch.cuda.max_memory_allocated per batch size, fresh process per model"
     if reset:
-        return ("peak RSS (loading or embedding at that batch size, whichever is larger) minus RSS before "
-                "loading, after imports; a fresh process per model")
-    return ("peak RSS minus RSS before loading, fresh process per model, batch sizes ascending; "
-            "the peak mark could not be reset, so an import-time peak can hide the model's")
+        return (
+            "peak RSS (loading or embedding at that batch size, whichever is larger) minus RSS before "
+            "loading, after imports; a fresh process per model"
+        )
+    return (
+        "peak RSS minus RSS before loading, fresh process per model, batch sizes ascending; "
+        "the peak mark could not be reset, so an import-time peak can hide the model's"
+    )

@@ -20,17 +20,27 @@ def render_bench(result: "BenchResult") -> None:
     console = Console()
     console.print(models_table(result))
     console.print(speed_table(result))
-    console.print(f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
-                  f"{result.threads} threads, export on {result.backend}. Ratios are export / full.")
+    console.print(
+        f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
+        f"{result.threads} threads, export on {result.backend}. Ratios are export / full."
+    )
     if result.memory_method:
         console.print(f"memory: {result.memory_method}")
     if result.transform:
-        cost = ", ".join(f"{batch}: {entry['us_per_text']:.1f} us per text"
-                         + (f" ({entry['share_of_export_time']:.2%} of the export's time)"
-                            if entry["share_of_export_time"] is not None else "")
-                         for batch, entry in result.transform["cost"].items())
-        console.print(f"transform {result.transform['name']} ({result.transform['input_dim']} -> "
-                      f"{result.transform['output_dim']}): {cost}", highlight=False)
+        cost = ", ".join(
+            f"{batch}: {entry['us_per_text']:.1f} us per text"
+            + (
+                f" ({entry['share_of_export_time']:.2%} of the export's time)"
+                if entry["share_of_export_time"] is not None
+                else ""
+            )
+            for batch, entry in result.transform["cost"].items()
+        )
+        console.print(
+            f"transform {result.transform['name']} ({result.transform['input_dim']} -> "
+            f"{result.transform['output_dim']}): {cost}",
+            highlight=False,
+        )
     for note in result.notes:
         console.print(f"note: {note}")
 
@@ -63,10 +73,13 @@ def speed_table(result: "BenchResult") -> Table:
     for row in result.rows:
         exported, full = row.exported, row.baseline
         table.add_row(
-            str(row.batch_size), f"{exported.texts_per_s:.1f} / {full.texts_per_s:.1f}", _x(row.throughput_ratio),
+            str(row.batch_size),
+            f"{exported.texts_per_s:.1f} / {full.texts_per_s:.1f}",
+            _x(row.throughput_ratio),
             f"{exported.latency_median_ms:.1f} / {full.latency_median_ms:.1f}",
             f"{exported.latency_p90_ms:.1f} / {full.latency_p90_ms:.1f}",
-            f"{_mb(exported.peak_memory_bytes)} / {_mb(full.peak_memory_bytes)}", _x(row.memory_ratio),
+            f"{_mb(exported.peak_memory_bytes)} / {_mb(full.peak_memory_bytes)}",
+            _x(row.memory_ratio),
         )
     return table
 

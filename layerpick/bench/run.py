@@ -37,8 +37,16 @@ from layerpick.core.calibration import load_calibration
 from layerpick.export.load import load_encoder, load_sentence_transformer
 from layerpick.export.metadata import ExportMetadata, read_metadata
 
-__all__ = ["BenchConfig", "BenchError", "BenchResult", "BenchRow", "ModelFacts", "bench_texts", "capped_config",
-           "run_bench"]
+__all__ = [
+    "BenchConfig",
+    "BenchError",
+    "BenchResult",
+    "BenchRow",
+    "ModelFacts",
+    "bench_texts",
+    "capped_config",
+    "run_bench",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -88,16 +96,29 @@ class BenchResult(Document):
 
     @classmethod
     def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> BenchResult:
-        rows = [BenchRow(**{**row, "exported": Measurement(**row["exported"]),
-                            "baseline": Measurement(**row["baseline"])}) for row in values["rows"]]
-        return cls(**{**values, "exported": ModelFacts(**values["exported"]),
-                      "baseline": ModelFacts(**values["baseline"]), "rows": rows})
+        rows = [
+            BenchRow(**{**row, "exported": Measurement(**row["exported"]), "baseline": Measurement(**row["baseline"])})
+            for row in values["rows"]
+        ]
+        return cls(
+            **{
+                **values,
+                "exported": ModelFacts(**values["exported"]),
+                "baseline": ModelFacts(**values["baseline"]),
+                "rows": rows,
+            }
+        )
 
     def speedups(self) -> dict[str, dict[str, float | None]]:
         """The ratios per batch size (export / full), as the model card's speed table shows them."""
-        return {f"batch {row.batch_size}": {"throughput x": row.throughput_ratio,
-                                            "latency (median) x": row.latency_median_ratio,
-                                            "peak memory x": row.memory_ratio} for row in self.rows}
+        return {
+            f"batch {row.batch_size}": {
+                "throughput x": row.throughput_ratio,
+                "latency (median) x": row.latency_median_ratio,
+                "peak memory x": row.memory_ratio,
+            }
+            for row in self.rows
+        }
 
 
 def bench_texts(count: int, seed: int = 0) -> list[str]:
@@ -145,14 +166,24 @@ def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, pro
     full = None if static else full_model_dir(name)
     device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)
     with torch_threads(config.threads) as threads, tempfile.TemporaryDirectory(prefix="layerpick-bench-") as work:
-        baseline = build_static_baseline_dir(name, metadata, Path(work), progress) if static \
+        baseline = (
+            build_static_baseline_dir(name, metadata, Path(work), progress)
+            if static
             else build_baseline_dir(exported, full, Path(work))
+        )
         paths = {"exported": exported, "baseline": baseline}
         run = _Run(paths, name, full or baseline, texts, device, config, notice)
         facts, timings = _time(run, progress)
-        memory = {role: measure_memory(path, texts, config.batch_sizes, device, threads,
-                                       config.backend if role == "exported" else "torch")
-                  for role, path in paths.items()} if config.memory else None
+        memory = (
+            {
+                role: measure_memory(
+                    path, texts, config.batch_sizes, device, threads, config.backend if role == "exported" else "torch"
+                )
+                for role, path in paths.items()
+            }
+            if config.memory
+            else None
+        )
     return _result(run, facts, timings, memory, threads, metadata)
 
 
@@ -161,26 +192,42 @@ def _time(run: _Run, progress: bool) -> tuple[dict[str, ModelFacts], dict[int, d
     from layerpick._util.progress import progress_bar
 
     config = run.config
-    models = {"exported": load_encoder(run.paths["exported"], run.device, config.backend),
-              "baseline": load_sentence_transformer(run.paths["baseline"], run.device)}
-    facts = {"exported": _facts(str(run.paths["exported"]), run.paths["exported"], models["exported"]),
-             "baseline": _facts(run.name, run.full, models["baseline"])}
+    models = {
+        "exported": load_encoder(run.paths["exported"], run.device, config.backend),
+        "baseline": load_sentence_transformer(run.paths["baseline"], run.device),
+    }
+    facts = {
+        "exported": _facts(str(run.paths["exported"]), run.paths["exported"], models["exported"]),
+        "baseline": _facts(run.name, run.full, models["baseline"]),
+    }
     steps = len(config.batch_sizes) * config.repeats * 2
     with progress_bar("benchmarking", steps, enabled=progress) as advance:
-        timings = {size: time_side_by_side(models, split_batches(run.texts, size), config.repeats, run.device,
-                                           advance) for size in config.batch_sizes}
+        timings = {
+            size: time_side_by_side(models, split_batches(run.texts, size), config.repeats, run.device, advance)
+            for size in config.batch_sizes
+        }
     return facts, timings
 
 
-def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str, Measurement]],
-            memory: dict[str, dict[int, dict]] | None, threads: int, metadata: ExportMetadata | None) -> BenchResult:
+def _result(
+    run: _Run,
+    facts: dict[str, ModelFacts],
+    timings: dict[int, dict[str, Measurement]],
+    memory: dict[str, dict[int, dict]] | None,
+    threads: int,
+    metadata: ExportMetadata | None,
+) -> BenchResult:
     config = run.config
     return BenchResult(
-        exported=facts["exported"], baseline=facts["baseline"],
+        exported=facts["exported"],
+        baseline=facts["baseline"],
         rows=[_row(size, timings[size], memory) for size in config.batch_sizes],
         parameter_ratio=_ratio(facts["exported"].parameters, facts["baseline"].parameters),
         weights_ratio=_ratio(facts["exported"].weights_bytes, facts["baseline"].weights_bytes),
-        texts=len(run.texts), repeats=config.repeats, device=run.device, threads=threads,
+        texts=len(run.texts),
+        repeats=config.repeats,
+        device=run.device,
+        threads=threads,
         memory_method=memory_method(run.device, all_reset(memory)) if memory is not None else None,
         notes=_notes(run.name, config, metadata, threads) + ([run.notice] if run.notice else []),
         backend=config.backend,
@@ -188,8 +235,13 @@ def _result(run: _Run, facts: dict[str, ModelFacts], timings: dict[int, dict[str
     )
 
 
-def transform_cost(directory: Path, batch_sizes, timings: dict[int, dict[str, Measurement]],
-                   metadata: ExportMetadata | None, repeats: int = 50) -> dict[str, Any] | None:
+def transform_cost(
+    directory: Path,
+    batch_sizes,
+    timings: dict[int, dict[str, Measurement]],
+    metadata: ExportMetadata | None,
+    repeats: int = 50,
+) -> dict[str, Any] | None:
     """The Dense module's own time per text at each batch size (a matrix product on random pooled vectors of
     its input width, median of `repeats`), and its share of the export's measured time per text."""
     import time
@@ -212,25 +264,40 @@ def transform_cost(directory: Path, batch_sizes, timings: dict[int, dict[str, Me
             samples.append(time.perf_counter() - began)
         per_text = sorted(samples)[len(samples) // 2] / size
         total = 1.0 / timings[size]["exported"].texts_per_s if timings[size]["exported"].texts_per_s else None
-        cost[f"batch {size}"] = {"us_per_text": per_text * 1e6,
-                                 "share_of_export_time": per_text / total if total else None}
+        cost[f"batch {size}"] = {
+            "us_per_text": per_text * 1e6,
+            "share_of_export_time": per_text / total if total else None,
+        }
     described = (metadata.transform if metadata else None) or {}
-    return {"name": described.get("name"), "input_dim": int(weight.shape[1]), "output_dim": int(weight.shape[0]),
-            "cost": cost}
+    return {
+        "name": described.get("name"),
+        "input_dim": int(weight.shape[1]),
+        "output_dim": int(weight.shape[0]),
+        "cost": cost,
+    }
 
 
 def _facts(name: str, weights_dir: Path, model) -> ModelFacts:
     if hasattr(model, "graph_bytes"):  # an OnnxEncoder: its weights are the graph file
-        return ModelFacts(name=name, path=str(model.path / model.file), layers=model.num_layers,
-                          parameters=model.parameter_count(), weights_bytes=model.graph_bytes)
+        return ModelFacts(
+            name=name,
+            path=str(model.path / model.file),
+            layers=model.num_layers,
+            parameters=model.parameter_count(),
+            weights_bytes=model.graph_bytes,
+        )
     weights = weight_files(transformer_dir(weights_dir))
     inner = getattr(model[0], "auto_model", None)
     layers = getattr(getattr(inner, "config", None), "num_hidden_layers", None)
     if type(model[0]).__name__ == "StaticEmbedding":
         layers = 0  # a table: no transformer layer runs
-    return ModelFacts(name=name, path=str(weights_dir), layers=layers,
-                      parameters=sum(p.numel() for p in model.parameters()),
-                      weights_bytes=sum(path.stat().st_size for path in weights))
+    return ModelFacts(
+        name=name,
+        path=str(weights_dir),
+        layers=layers,
+        parameters=sum(p.numel() for p in model.parameters()),
+        weights_bytes=sum(path.stat().st_size for path in weights),
+    )
 
 
 def _row(size: int, timing: dict[str, Measurement], memory: dict[str, dict[int, dict]] | None) -> BenchRow:
@@ -239,7 +306,9 @@ def _row(size: int, timing: dict[str, Measurement], memory: dict[str, dict[int, 
         exported = _with_memory(exported, memory["exported"][size])
         baseline = _with_memory(baseline, memory["baseline"][size])
     return BenchRow(
-        batch_size=size, exported=exported, baseline=baseline,
+        batch_size=size,
+        exported=exported,
+        baseline=baseline,
         throughput_ratio=_ratio(exported.texts_per_s, baseline.texts_per_s),
         latency_median_ratio=_ratio(exported.latency_median_ms, baseline.latency_median_ms),
         latency_p90_ratio=_ratio(exported.latency_p90_ms, baseline.latency_p90_ms),
@@ -248,8 +317,13 @@ def _row(size: int, timing: dict[str, Measurement], memory: dict[str, dict[int, 
 
 
 def _with_memory(measurement: Measurement, peak: dict) -> Measurement:
-    return Measurement(**{**asdict(measurement), "peak_memory_bytes": peak["peak_memory_bytes"],
-                          "peak_rss_bytes": peak["peak_rss_bytes"]})
+    return Measurement(
+        **{
+            **asdict(measurement),
+            "peak_memory_bytes": peak["peak_memory_bytes"],
+            "peak_rss_bytes": peak["peak_rss_bytes"],
+        }
+    )
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -260,19 +334,27 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def _notes(name: str, config: BenchConfig, metadata: ExportMetadata | None, threads: int) -> list[str]:
     origin = "--baseline" if config.baseline else "layerpick.json"
-    notes = [f"baseline {name} (from {origin}): " + (
-        "the full model exported at its last layer, with the pooling and normalisation the static table was "
-        "distilled with; the export is a static table (model2vec), no transformer runs"
-        if is_static_export(metadata) else
-        "the export's tokenizer, pooling and normalisation with the full model's weights")]
+    notes = [
+        f"baseline {name} (from {origin}): "
+        + (
+            "the full model exported at its last layer, with the pooling and normalisation the static table was "
+            "distilled with; the export is a static table (model2vec), no transformer runs"
+            if is_static_export(metadata)
+            else "the export's tokenizer, pooling and normalisation with the full model's weights"
+        )
+    ]
     if metadata is not None:
         notes += [str(note) for note in metadata.source.get("notes") or []]
     chosen = "from --threads" if config.threads is not None else "torch's setting, --threads not given"
     notes.append(f"torch intra-op threads: {threads} ({chosen}), for the timing and the memory probes")
     if metadata is not None and metadata.transform:
-        notes.append("the export runs its post-pooling transform (a Dense module) inside the timed encode; the "
-                     "baseline, the full model as it is, runs none")
+        notes.append(
+            "the export runs its post-pooling transform (a Dense module) inside the timed encode; the "
+            "baseline, the full model as it is, runs none"
+        )
     if config.backend != "torch":
-        notes.append(f"the export runs on {config.backend} (onnxruntime, CPU, {threads} intra-op threads); "
-                     "the full model on torch")
+        notes.append(
+            f"the export runs on {config.backend} (onnxruntime, CPU, {threads} intra-op threads); "
+            "the full model on torch"
+        )
     return notes

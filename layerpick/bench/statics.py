@@ -57,11 +57,15 @@ def check_statics(paths: Sequence[str | Path], num_layers: int) -> tuple[StaticP
         path = Path(given).expanduser()
         metadata = read_metadata(path) if (path / "modules.json").is_file() else None
         if not is_static_export(metadata):
-            raise BenchError(f"--static {given} is not a layerpick static export (make one with layerpick export "
-                             "MODEL --layer K --format static)")
+            raise BenchError(
+                f"--static {given} is not a layerpick static export (make one with layerpick export "
+                "MODEL --layer K --format static)"
+            )
         if metadata.num_layers != num_layers:
-            raise BenchError(f"--static {given} was distilled from a model with {metadata.num_layers} layers; "
-                             f"the model benched has {num_layers}")
+            raise BenchError(
+                f"--static {given} was distilled from a model with {metadata.num_layers} layers; "
+                f"the model benched has {num_layers}"
+            )
         key = f"{PREFIX}{path.name}"
         if any(peer.key == key for peer in peers):
             key = f"{PREFIX}{path}"
@@ -74,8 +78,9 @@ def size_on_disk(path: Path) -> int:
     return sum(item.stat().st_size for item in Path(path).rglob("*") if item.is_file())
 
 
-def static_rows(peers: Sequence[StaticPeer], timings: dict, memory: dict | None, batch_sizes: Sequence[int],
-                full_key: Any) -> list[StaticRow]:
+def static_rows(
+    peers: Sequence[StaticPeer], timings: dict, memory: dict | None, batch_sizes: Sequence[int], full_key: Any
+) -> list[StaticRow]:
     """A row per static export and batch size, against the full model (`full_key` in `timings` and `memory`)."""
     rows = []
     for peer in peers:
@@ -83,16 +88,29 @@ def static_rows(peers: Sequence[StaticPeer], timings: dict, memory: dict | None,
             ours, full = timings[size][peer.key], timings[size][full_key]
             peak = memory[peer.key][size]["peak_memory_bytes"] if memory else None
             full_peak = memory[full_key][size]["peak_memory_bytes"] if memory else None
-            rows.append(StaticRow(
-                name=peer.path.name, path=str(peer.path), layer=peer.layer, batch_size=size,
-                texts_per_s=ours.texts_per_s, full_texts_per_s=full.texts_per_s,
-                measured_speedup=ours.texts_per_s / full.texts_per_s, latency_median_ms=ours.latency_median_ms,
-                full_latency_median_ms=full.latency_median_ms, peak_memory_bytes=peak,
-                memory_ratio=peak / full_peak if peak is not None and full_peak else None, size_bytes=peer.size_bytes))
+            rows.append(
+                StaticRow(
+                    name=peer.path.name,
+                    path=str(peer.path),
+                    layer=peer.layer,
+                    batch_size=size,
+                    texts_per_s=ours.texts_per_s,
+                    full_texts_per_s=full.texts_per_s,
+                    measured_speedup=ours.texts_per_s / full.texts_per_s,
+                    latency_median_ms=ours.latency_median_ms,
+                    full_latency_median_ms=full.latency_median_ms,
+                    peak_memory_bytes=peak,
+                    memory_ratio=peak / full_peak if peak is not None and full_peak else None,
+                    size_bytes=peer.size_bytes,
+                )
+            )
     return rows
 
 
 def notes(peers: Sequence[StaticPeer]) -> list[str]:
     """What each static export is, for the run's notes."""
-    return [f"static {peer.path.name}: a model2vec table distilled from layer {peer.layer} of {peer.source or '?'}; "
-            "no transformer runs (size on disk: every file of its directory)" for peer in peers]
+    return [
+        f"static {peer.path.name}: a model2vec table distilled from layer {peer.layer} of {peer.source or '?'}; "
+        "no transformer runs (size on disk: every file of its directory)"
+        for peer in peers
+    ]

@@ -31,7 +31,7 @@ class Measurement:
 
 
 def split_batches(texts: Sequence[str], batch_size: int) -> list[list[str]]:
-    return [list(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]
+    return [list(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
 
 
 def _synchronize(device: str) -> None:
@@ -64,8 +64,9 @@ def summarise(passes: list[list[float]], batches: list[list[str]]) -> Measuremen
     )
 
 
-def time_side_by_side(models: dict[str, Any], batches: list[list[str]], repeats: int, device: str,
-                      advance=lambda n=1: None) -> dict[str, Measurement]:
+def time_side_by_side(
+    models: dict[str, Any], batches: list[list[str]], repeats: int, device: str, advance=lambda n=1: None
+) -> dict[str, Measurement]:
     """Time every model on the same batches, rotating their order batch by batch (A B C, B C A, C A B, ...;
     with two models A B, B A), so that a change in the machine's load falls on all of them; `repeats` passes
     over all batches. The rotation also keeps the order fair for three or more models: none runs right after
@@ -78,7 +79,7 @@ def time_side_by_side(models: dict[str, Any], batches: list[list[str]], repeats:
     step = 0
     for repeat in range(repeats):
         for index, batch in enumerate(batches):
-            for name in names[step % len(names):] + names[:step % len(names)]:
+            for name in names[step % len(names) :] + names[: step % len(names)]:
                 passes[name][repeat][index] = time_batch(models[name], batch, device)
             step += 1
         advance(len(names))

@@ -26,8 +26,13 @@ REPORT_NAME = REPORT_FILE
 VALIDATION_NAME = VALIDATION_FILE
 # Where a model folder keeps its files: `layerpick select`/`validate` defaults (layerpick-out/<model>/report.json,
 # layerpick-out/<model>/validation/validation.json) and `layerpick run` (DIR/select/, DIR/validate/).
-LAYOUT = (REPORT_FILE, f"select/{REPORT_FILE}", VALIDATION_FILE, f"validation/{VALIDATION_FILE}",
-          f"validate/{VALIDATION_FILE}")
+LAYOUT = (
+    REPORT_FILE,
+    f"select/{REPORT_FILE}",
+    VALIDATION_FILE,
+    f"validation/{VALIDATION_FILE}",
+    f"validate/{VALIDATION_FILE}",
+)
 SUBFOLDERS = {"select": REPORT_NAME, "validation": VALIDATION_NAME, "validate": VALIDATION_NAME}
 
 
@@ -142,8 +147,10 @@ def _pair(folder: Path, group: list[Source]) -> list[Entry]:
     validations = [s for s in group if s.kind == "validation"]
     if len(selects) > 1 and validations or len(validations) > 1 and selects:
         names = ", ".join(str(s.path) for s in group)
-        raise CompareError(f"cannot tell which report goes with which validation in {folder} ({names}); "
-                           "pass the files of one model per folder")
+        raise CompareError(
+            f"cannot tell which report goes with which validation in {folder} ({names}); "
+            "pass the files of one model per folder"
+        )
     if len(selects) > 1 or len(validations) > 1:
         return [Entry("", folder, source.path.stem, **{source.kind: source}) for source in group]
     entry = Entry("", folder, folder.name, selects[0] if selects else None, validations[0] if validations else None)
@@ -155,15 +162,18 @@ def _pair(folder: Path, group: list[Source]) -> list[Entry]:
 def _check_pair(entry: Entry) -> None:
     select, validation = entry.select.data, entry.validation.data  # type: ignore[union-attr]
     if select["num_layers"] != validation["num_layers"]:
-        raise CompareError(f"{entry.select.path} ({select['num_layers']} layers) and {entry.validation.path} "
-                           f"({validation['num_layers']} layers) are not from the same model")
+        raise CompareError(
+            f"{entry.select.path} ({select['num_layers']} layers) and {entry.validation.path} "
+            f"({validation['num_layers']} layers) are not from the same model"
+        )
     if str(select["model"]) != str(validation["model"]):
-        entry.notes.append(f"the select report is for {select['model']!r}, the validation for "
-                           f"{validation['model']!r}")
+        entry.notes.append(f"the select report is for {select['model']!r}, the validation for {validation['model']!r}")
     ran_with = validation.get("selected_layer")
     if ran_with is not None and ran_with != select["selected_layer"]:
-        entry.notes.append(f"the validation ran with a report choosing layer {ran_with}; this comparison uses "
-                           f"{entry.select.path.name}'s layer {select['selected_layer']}")
+        entry.notes.append(
+            f"the validation ran with a report choosing layer {ran_with}; this comparison uses "
+            f"{entry.select.path.name}'s layer {select['selected_layer']}"
+        )
 
 
 def _label(entries: list[Entry]) -> None:

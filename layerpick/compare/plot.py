@@ -50,8 +50,15 @@ def _curve(axis, model: dict[str, Any], values, color, best: bool) -> None:
     depth = model["depth"]
     points = [(depth[k], v) for k, v in enumerate(values) if v is not None]
     if points:
-        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, linewidth=1.5,
-                  color=color, label=f"{model['label']} (L={model['num_layers']})")
+        axis.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker="o",
+            markersize=3,
+            linewidth=1.5,
+            color=color,
+            label=f"{model['label']} (L={model['num_layers']})",
+        )
     if best:
         _mark(axis, best_layer(values), values, depth, color, "D", 13, filled=False)
     _mark(axis, model["selected_layer"], values, depth, color, "*", 14)
@@ -64,8 +71,9 @@ def _decorate(axis, title: str, ylabel: str, *, legend: bool, best: bool) -> Non
     axis.set_title(title)
     axis.grid(alpha=0.3)
     if legend:
-        axis.legend(fontsize=8, loc="best",
-                    title="★ selected layer" + (", ◇ best layer" if best else ""), title_fontsize=8)
+        axis.legend(
+            fontsize=8, loc="best", title="★ selected layer" + (", ◇ best layer" if best else ""), title_fontsize=8
+        )
 
 
 def _mark(axis, layer: int | None, values, depth, color, marker: str, size: float, filled: bool = True) -> None:
@@ -76,5 +84,14 @@ def _mark(axis, layer: int | None, values, depth, color, marker: str, size: floa
     if value is None:
         axis.axvline(depth[layer], color=color, linestyle=":", linewidth=1.2)
         return
-    axis.plot([depth[layer]], [value], marker=marker, markersize=size, color=color, linestyle="none",
-              markerfacecolor=color if filled else "none", markeredgecolor="black" if filled else color, zorder=3)
+    axis.plot(
+        [depth[layer]],
+        [value],
+        marker=marker,
+        markersize=size,
+        color=color,
+        linestyle="none",
+        markerfacecolor=color if filled else "none",
+        markeredgecolor="black" if filled else color,
+        zorder=3,
+    )

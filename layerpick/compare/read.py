@@ -64,21 +64,24 @@ def _read_object(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise NotAReportError(f"{path} is not a layerpick report: not valid JSON ({error.msg}, line {error.lineno})") \
-            from None
+        raise NotAReportError(
+            f"{path} is not a layerpick report: not valid JSON ({error.msg}, line {error.lineno})"
+        ) from None
     if not isinstance(data, dict):
         raise NotAReportError(f"{path} is not a layerpick report: expected a JSON object, found {type(data).__name__}")
     return data
 
 
 def _kind(path: Path, data: dict) -> str:
-    """"select" or "validation", by the file's format key."""
+    """ "select" or "validation", by the file's format key."""
     kinds = {SelectReport.FORMAT: "select", ValidationReport.FORMAT: "validation"}
     found = data.get("format")
     if found not in kinds:
         named = f"format {found!r}" if found is not None else "no format key"
-        raise NotAReportError(f"{path} is not a layerpick report: {named} (expected {SelectReport.FORMAT} for a "
-                              f"select report.json or {ValidationReport.FORMAT} for a validation.json)")
+        raise NotAReportError(
+            f"{path} is not a layerpick report: {named} (expected {SelectReport.FORMAT} for a "
+            f"select report.json or {ValidationReport.FORMAT} for a validation.json)"
+        )
     return kinds[found]
 
 
@@ -95,8 +98,11 @@ def _check_select(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     data["selected_layer"] = _layer(path, data, "selected_layer", required=True)
     if not isinstance(data["scores"], dict):
         raise NotAReportError(f"{path}: scores must be an object of metric name -> values by layer")
-    data["scores"] = {str(name): _curve(path, f"scores[{name!r}]", values, data["num_layers"])
-                      for name, values in data["scores"].items() if values is not None}
+    data["scores"] = {
+        str(name): _curve(path, f"scores[{name!r}]", values, data["num_layers"])
+        for name, values in data["scores"].items()
+        if values is not None
+    }
     return data
 
 

@@ -23,8 +23,12 @@ def render_comparison(result: "Comparison") -> None:
     rows = result.report.table
     validated = any(row["validated"] for row in rows)
     rules = {row["rule"] for row in rows if row["rule"]}
-    table = Table(title=f"layerpick compare: {len(rows)} model(s), layer (relative depth k/L)",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=f"layerpick compare: {len(rows)} model(s), layer (relative depth k/L)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("model", no_wrap=True)
     if len(rules) > 1:
         table.add_column("rule")
@@ -37,21 +41,30 @@ def render_comparison(result: "Comparison") -> None:
         cells = [escape(row["label"])] + ([escape(row["rule"] or "–")] if len(rules) > 1 else [])
         cells += [str(row["num_layers"]), _layer(row["selected_layer"], row["num_layers"])]
         if validated:
-            cells += [_fixed(row["selected_score"]), _fixed(row["last_score"]), _gain(row["gain_over_last"]),
-                      _layer(row["best_layer"], row["num_layers"]), _fixed(row["best_score"])]
+            cells += [
+                _fixed(row["selected_score"]),
+                _fixed(row["last_score"]),
+                _gain(row["gain_over_last"]),
+                _layer(row["best_layer"], row["num_layers"]),
+                _fixed(row["best_score"]),
+            ]
         table.add_row(*cells)
     console.print(table)
     if len(rules) == 1:
         console.print(f"rule: {next(iter(rules))}", highlight=False)
     if validated:
-        console.print("mean = mean task score (validation.json) at the selected, last and best layers; "
-                      "gain = selected minus last", highlight=False)
+        console.print(
+            "mean = mean task score (validation.json) at the selected, last and best layers; "
+            "gain = selected minus last",
+            highlight=False,
+        )
     for model in result.report.models:
         for note in model["notes"]:
             console.print(f"note: {model['label']}: {note}", highlight=False)
     plots = len(result.report.plots)
-    console.print(f"wrote {result.output}: {result.files[0].name}, {result.files[1].name} and {plots} plot(s)",
-                  highlight=False)
+    console.print(
+        f"wrote {result.output}: {result.files[0].name}, {result.files[1].name} and {plots} plot(s)", highlight=False
+    )
 
 
 def _layer(layer, num_layers: int) -> str:

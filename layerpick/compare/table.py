@@ -37,20 +37,38 @@ def table_row(entry: Entry) -> dict[str, Any]:
     """The chosen layer and its relative depth; with a validation, the mean task score there and the gains."""
     num, selected = entry.num_layers, entry.selected_layer
     row: dict[str, Any] = {
-        "label": entry.label, "model": entry.model, "revision": entry.revision, "num_layers": num,
-        "rule": entry.rule, "transform": _transform_name(entry), "selected_layer": selected,
-        "selected_depth": _depth(selected, num), "validated": entry.validation is not None,
-        "selected_score": None, "last_layer": num, "last_score": None, "best_layer": None, "best_depth": None,
-        "best_score": None, "gain_over_last": None, "gap_to_best": None,
+        "label": entry.label,
+        "model": entry.model,
+        "revision": entry.revision,
+        "num_layers": num,
+        "rule": entry.rule,
+        "transform": _transform_name(entry),
+        "selected_layer": selected,
+        "selected_depth": _depth(selected, num),
+        "validated": entry.validation is not None,
+        "selected_score": None,
+        "last_layer": num,
+        "last_score": None,
+        "best_layer": None,
+        "best_depth": None,
+        "best_score": None,
+        "gain_over_last": None,
+        "gap_to_best": None,
     }
     means = entry.mean_by_layer
     if means is None:
         return row
     best = best_layer(means)
     scores = comparison(means, selected, num, best)
-    row.update(selected_score=scores["selected"]["mean_score"], last_score=scores["last"]["mean_score"],
-               best_layer=best, best_depth=_depth(best, num), best_score=scores["best"]["mean_score"],
-               gain_over_last=scores["selected_minus_last"], gap_to_best=scores["selected_minus_best"])
+    row.update(
+        selected_score=scores["selected"]["mean_score"],
+        last_score=scores["last"]["mean_score"],
+        best_layer=best,
+        best_depth=_depth(best, num),
+        best_score=scores["best"]["mean_score"],
+        gain_over_last=scores["selected_minus_last"],
+        gap_to_best=scores["selected_minus_best"],
+    )
     return row
 
 
@@ -63,11 +81,16 @@ def _model_data(entry: Entry) -> dict[str, Any]:
     num = entry.num_layers
     main = entry.main.data
     return {
-        "label": entry.label, "model": entry.model, "revision": entry.revision, "num_layers": num,
+        "label": entry.label,
+        "model": entry.model,
+        "revision": entry.revision,
+        "num_layers": num,
         "report": str(entry.select.path) if entry.select else None,
         "validation": str(entry.validation.path) if entry.validation else None,
-        "rule": entry.rule, "selected_layer": entry.selected_layer,
-        "representation": main.get("representation"), "pooling": main.get("pooling"),
+        "rule": entry.rule,
+        "selected_layer": entry.selected_layer,
+        "representation": main.get("representation"),
+        "pooling": main.get("pooling"),
         "depth": [k / num for k in range(num + 1)],
         "scores": entry.scores,
         "mean_by_layer": entry.mean_by_layer,
@@ -123,20 +146,33 @@ def to_markdown(data: dict[str, Any]) -> str:
 
 
 def _table_line(row: dict[str, Any]) -> str:
-    cells = [_md(row["label"]), str(row["num_layers"]), _md(row["rule"] or "–"), _md(row.get("transform") or "none"),
-             _int(row["selected_layer"]),
-             _depth_cell(row["selected_depth"]), number(row["selected_score"]), number(row["last_score"]),
-             _int(row["best_layer"]), _depth_cell(row["best_depth"]), number(row["best_score"]),
-             _signed(row["gain_over_last"])]
+    cells = [
+        _md(row["label"]),
+        str(row["num_layers"]),
+        _md(row["rule"] or "–"),
+        _md(row.get("transform") or "none"),
+        _int(row["selected_layer"]),
+        _depth_cell(row["selected_depth"]),
+        number(row["selected_score"]),
+        number(row["last_score"]),
+        _int(row["best_layer"]),
+        _depth_cell(row["best_depth"]),
+        number(row["best_score"]),
+        _signed(row["gain_over_last"]),
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
 def _input_lines(model: dict[str, Any]) -> list[str]:
     """Where one model came from, and its notes."""
-    parts = [f"report `{model['report']}`" if model["report"] else "",
-             f"validation `{model['validation']}`" if model["validation"] else ""]
-    return [f"- {_md(model['label'])}: " + ", ".join(p for p in parts if p),
-            *(f"  - note: {_md(note)}" for note in model["notes"])]
+    parts = [
+        f"report `{model['report']}`" if model["report"] else "",
+        f"validation `{model['validation']}`" if model["validation"] else "",
+    ]
+    return [
+        f"- {_md(model['label'])}: " + ", ".join(p for p in parts if p),
+        *(f"  - note: {_md(note)}" for note in model["notes"]),
+    ]
 
 
 def _md(text: str) -> str:

@@ -136,11 +136,11 @@ def _read_jsonl_field(data: bytes, path: Path, field: str) -> list[str]:
         raise CalibrationError(str(error)) from None
     for number, row in rows:
         if field not in row:
-            raise CalibrationError(f"{path}: line {number} has no text field {field!r} (its fields: "
-                                   f"{', '.join(sorted(row))}); use --field")
+            raise CalibrationError(
+                f"{path}: line {number} has no text field {field!r} (its fields: {', '.join(sorted(row))}); use --field"
+            )
         if not isinstance(row[field], str):
-            raise CalibrationError(f"{path}: line {number}: field {field!r} is {json_kind(row[field])}, "
-                                   "not a string")
+            raise CalibrationError(f"{path}: line {number}: field {field!r} is {json_kind(row[field])}, not a string")
     return [row[field] for _, row in rows]
 
 

@@ -48,7 +48,8 @@ class CollectConfig:
             check_pooling(self.pooling)
         if self.representation not in REPRESENTATIONS:
             raise LayerpickError(
-                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}")
+                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
+            )
         if self.batch_size < 1:
             raise LayerpickError(f"--batch-size must be at least 1 (got {self.batch_size})")
         if self.max_length < 1:
@@ -121,11 +122,12 @@ def representation(loaded: LoadedModel, residual: torch.Tensor, kind: str) -> to
 
 
 @torch.no_grad()
-def _pooled_batch(loaded: LoadedModel, tokenizer, batch, config: CollectConfig, pooling: str,
-                  observers) -> torch.Tensor:
-    encoded = tokenizer(
-        batch, padding=True, truncation=True, max_length=config.max_length, return_tensors="pt"
-    ).to(loaded.device)
+def _pooled_batch(
+    loaded: LoadedModel, tokenizer, batch, config: CollectConfig, pooling: str, observers
+) -> torch.Tensor:
+    encoded = tokenizer(batch, padding=True, truncation=True, max_length=config.max_length, return_tensors="pt").to(
+        loaded.device
+    )
     with surgery.capture_residual_stream(loaded.model) as residuals:
         loaded.model(**encoded)
     mask = encoded["attention_mask"].bool().cpu()

@@ -63,12 +63,26 @@ def collect_layers(
     loaded = load_model(model, load_options)
     states = collect(loaded, texts.texts, config)
     if output is not None:
-        metadata = {"model": model, "calibration": json.dumps(texts.describe()), "pooling": states.pooling,
-                    "representation": states.representation, "prompt": json.dumps(template.to_json())}
+        metadata = {
+            "model": model,
+            "calibration": json.dumps(texts.describe()),
+            "pooling": states.pooling,
+            "representation": states.representation,
+            "prompt": json.dumps(template.to_json()),
+        }
         save_states(states, Path(output), metadata)
     norm, cosine = layer_summary(states)
-    return CollectionSummary(model, len(texts.texts), states.pooling, states.representation, norm, cosine,
-                             list(loaded.notes), output, template.label)
+    return CollectionSummary(
+        model,
+        len(texts.texts),
+        states.pooling,
+        states.representation,
+        norm,
+        cosine,
+        list(loaded.notes),
+        output,
+        template.label,
+    )
 
 
 def layer_summary(states: LayerStates) -> tuple[list[float], list[float]]:

@@ -63,20 +63,29 @@ class LayerCosts:
         return self.ideal_speedup[k]
 
     def to_json(self) -> dict[str, Any]:
-        return {"params_kept": list(self.params_kept), "params_full": self.params_full,
-                "flops_per_token": [round(f, 1) for f in self.flops_per_token],
-                "ideal_speedup": [round(s, 4) for s in self.ideal_speedup], "seq_length": self.seq_length,
-                "model": describe(self.seq_length)}
+        return {
+            "params_kept": list(self.params_kept),
+            "params_full": self.params_full,
+            "flops_per_token": [round(f, 1) for f in self.flops_per_token],
+            "ideal_speedup": [round(s, 4) for s in self.ideal_speedup],
+            "seq_length": self.seq_length,
+            "model": describe(self.seq_length),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "LayerCosts":
-        return cls(tuple(int(p) for p in data["params_kept"]), tuple(float(f) for f in data["flops_per_token"]),
-                   int(data["seq_length"]))
+        return cls(
+            tuple(int(p) for p in data["params_kept"]),
+            tuple(float(f) for f in data["flops_per_token"]),
+            int(data["seq_length"]),
+        )
 
 
 def describe(seq_length: int) -> str:
-    return (f"ideal speed-up = compute per token of embeddings + L blocks over embeddings + k blocks (no LM head), "
-            f"attention at {seq_length} tokens; ignores tokenisation, pooling, memory traffic and overheads")
+    return (
+        f"ideal speed-up = compute per token of embeddings + L blocks over embeddings + k blocks (no LM head), "
+        f"attention at {seq_length} tokens; ignores tokenisation, pooling, memory traffic and overheads"
+    )
 
 
 def layer_costs(model: nn.Module, seq_length: int = DEFAULT_SEQ_LENGTH) -> LayerCosts:
@@ -145,8 +154,9 @@ def _outside_elementwise(base: nn.Module, in_blocks: set[int]) -> int:
     """One-dimensional parameters outside the blocks (embedding and final norms), except a linear layer's bias
     (BERT's pooler, run once per sequence)."""
     linear_bias = {id(m.bias) for m in base.modules() if isinstance(m, nn.Linear) and m.bias is not None}
-    return sum(p.numel() for p in base.parameters()
-               if p.dim() == 1 and id(p) not in in_blocks and id(p) not in linear_bias)
+    return sum(
+        p.numel() for p in base.parameters() if p.dim() == 1 and id(p) not in in_blocks and id(p) not in linear_bias
+    )
 
 
 def _embedding_flops(base: nn.Module, model_blocks: list[nn.Module]) -> int:

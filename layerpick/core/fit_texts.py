@@ -45,12 +45,15 @@ def report_fit_source(report: Any) -> str | None:
 def check_transform_representation(representation: str) -> None:
     """A transform is fitted on what the export ships; the raw residual stream is never exported."""
     if representation != "exported":
-        raise TransformError("--transform needs --representation exported: a transform is shipped in the "
-                             "export, and the raw residual stream is not what an export outputs")
+        raise TransformError(
+            "--transform needs --representation exported: a transform is shipped in the "
+            "export, and the raw residual stream is not what an export outputs"
+        )
 
 
-def prepare_fit(specs: "tuple[TransformSpec, ...]", source: str | None, representation: str, model: str | None,
-                load_options: Any) -> CalibrationSet | None:
+def prepare_fit(
+    specs: "tuple[TransformSpec, ...]", source: str | None, representation: str, model: str | None, load_options: Any
+) -> CalibrationSet | None:
     """The fit texts for `specs` (None when every one is `none`), after checking, before the model loads, the
     representation, the fit set's size against each transform and, where config.json tells it without loading,
     the model's hidden size."""
@@ -77,9 +80,12 @@ def thin_fit_warning(spec: TransformSpec, count: int, width: int | None) -> str 
     dim = spec.dim if spec.dim is not None else (min(width, count - 1) if width else count - 1)
     if count >= FIT_TEXTS_PER_DIM * dim:
         return None
-    return (f"{spec.label} keeps {dim} dimensions but is fitted on {count} texts, fewer than {FIT_TEXTS_PER_DIM} "
-            f"per dimension: such a fit overfits its texts (measured at 1.2 per dimension: 3-31 points lost on "
-            f"classification and clustering); give at least {FIT_TEXTS_PER_DIM * dim} fit texts or whiten-{max(count // FIT_TEXTS_PER_DIM, 1)}")
+    return (
+        f"{spec.label} keeps {dim} dimensions but is fitted on {count} texts, fewer than {FIT_TEXTS_PER_DIM} "
+        f"per dimension: such a fit overfits its texts (measured at 1.2 per dimension: 3-31 points lost on "
+        f"classification and clustering); give at least {FIT_TEXTS_PER_DIM * dim} fit texts or "
+        f"whiten-{max(count // FIT_TEXTS_PER_DIM, 1)}"
+    )
 
 
 AUTO = "auto"

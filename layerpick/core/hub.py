@@ -36,8 +36,9 @@ class HubSource:
     local_only: bool = False
 
 
-def resolve_hub_id(repo_id: str, revision: str | None = None, *, needed_file: str = "config.json",
-                   aliases: tuple[str, ...] = ()) -> HubSource:
+def resolve_hub_id(
+    repo_id: str, revision: str | None = None, *, needed_file: str = "config.json", aliases: tuple[str, ...] = ()
+) -> HubSource:
     """Decide how `repo_id` loads (see the module docstring), or raise ModelNotFoundError in one line."""
     hint = suggestion(repo_id, aliases)
     if not REPO_ID.match(repo_id) or ".." in repo_id:
@@ -46,8 +47,9 @@ def resolve_hub_id(repo_id: str, revision: str | None = None, *, needed_file: st
     if offline():
         if cached:
             return HubSource(repo_id, revision, local_only=True)
-        raise ModelNotFoundError(f"hub id {repo_id!r} is not in the local Hugging Face cache, and HF_HUB_OFFLINE "
-                                 f"is set{hint}")
+        raise ModelNotFoundError(
+            f"hub id {repo_id!r} is not in the local Hugging Face cache, and HF_HUB_OFFLINE is set{hint}"
+        )
     problem = _ask_hub(repo_id, revision)
     if problem is None:
         return HubSource(repo_id, revision)
@@ -57,8 +59,9 @@ def resolve_hub_id(repo_id: str, revision: str | None = None, *, needed_file: st
     if cached:
         logger.warning("the Hugging Face hub cannot be reached (%s); loading %s from the local cache", reason, repo_id)
         return HubSource(repo_id, revision, local_only=True)
-    raise ModelNotFoundError(f"cannot reach the Hugging Face hub for {repo_id!r} ({reason}), and it is not in the "
-                             f"local cache{hint}")
+    raise ModelNotFoundError(
+        f"cannot reach the Hugging Face hub for {repo_id!r} ({reason}), and it is not in the local cache{hint}"
+    )
 
 
 def offline() -> bool:
@@ -76,8 +79,7 @@ def hub_file(source: HubSource, filename: str) -> str | None:
     from huggingface_hub import hf_hub_download
 
     try:
-        return hf_hub_download(source.repo_id, filename, revision=source.revision,
-                               local_files_only=source.local_only)
+        return hf_hub_download(source.repo_id, filename, revision=source.revision, local_files_only=source.local_only)
     except Exception as error:  # noqa: BLE001 - missing file, not cached, hub gone: all mean "no such file"
         logger.debug("no %s in %s: %s", filename, source.repo_id, error)
         return None

@@ -12,9 +12,15 @@ from layerpick.errors import LayerpickError, LayerRangeError
 Words = Mapping[str, Callable[[], Sequence[int]]]  # a word -> the layers it stands for (may raise a one-line error)
 
 
-def parse_layer_list(text: str, *, first: int, last: int | None = None, words: Words | None = None,
-                     grammar: str = "comma-separated layers",
-                     error: type[LayerpickError] = LayerpickError) -> list[int]:
+def parse_layer_list(
+    text: str,
+    *,
+    first: int,
+    last: int | None = None,
+    words: Words | None = None,
+    grammar: str = "comma-separated layers",
+    error: type[LayerpickError] = LayerpickError,
+) -> list[int]:
     """The layers `text` names, sorted and unique, each in first..last (`last` None: not known yet, checked
     later with `check_layer_range`); `grammar` says in the error what the stage takes."""
     words = words or {}
@@ -29,8 +35,9 @@ def parse_layer_list(text: str, *, first: int, last: int | None = None, words: W
     return check_layer_range(sorted(chosen), first, last)
 
 
-def check_layer_syntax(text: str, words: Sequence[str], grammar: str,
-                       error: type[LayerpickError] = LayerpickError) -> None:
+def check_layer_syntax(
+    text: str, words: Sequence[str], grammar: str, error: type[LayerpickError] = LayerpickError
+) -> None:
     """The syntax alone, before any model is loaded (the range and the words' meanings need the model)."""
     for part in layer_words(text):
         if part not in words:

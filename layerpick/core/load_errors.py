@@ -36,8 +36,9 @@ def loading(source: str | Path, *, what: str = "model", allow_pickle: bool = Tru
         raise problem from error
 
 
-def explain(source: str | Path, error: BaseException, *, what: str = "model",
-            allow_pickle: bool = True) -> LayerpickError | None:
+def explain(
+    source: str | Path, error: BaseException, *, what: str = "model", allow_pickle: bool = True
+) -> LayerpickError | None:
     """The one-line error for a failed load of `source`, or None when `error` is not a loading problem."""
     if not (_is_safetensors_error(error) or isinstance(error, CONTENT_ERRORS)):
         return None
@@ -47,8 +48,9 @@ def explain(source: str | Path, error: BaseException, *, what: str = "model",
         return ModelFileError(f"cannot load {what} {source}: {file} {reason}")
     text = first_line(error)
     if not allow_pickle and ("safetensors" in text.lower() or ".bin" in text):
-        return ModelNotFoundError(f"cannot load {source}: no safetensors weights found "
-                                  "(pass --allow-pickle to trust pickle files)")
+        return ModelNotFoundError(
+            f"cannot load {source}: no safetensors weights found (pass --allow-pickle to trust pickle files)"
+        )
     return ModelNotFoundError(f"cannot load {what} {source}: {text}")
 
 
@@ -57,8 +59,12 @@ def find_broken_file(source: Path) -> tuple[Path, str] | None:
     if source.is_file():
         files = [source]
     elif source.is_dir():
-        files = sorted(p for pattern in ("*", "*/*") for p in source.glob(pattern)  # the model and its modules
-                       if p.is_file() and not p.name.startswith("."))
+        files = sorted(
+            p
+            for pattern in ("*", "*/*")
+            for p in source.glob(pattern)  # the model and its modules
+            if p.is_file() and not p.name.startswith(".")
+        )
     else:
         return None
     for file in files:

@@ -66,11 +66,17 @@ class LoadOptions:
     def cli_flags(self) -> list[str]:
         """The command-line flags that give these options (only those that differ from the defaults)."""
         default = LoadOptions()
-        flags = [word for name in ("revision", "dtype", "device", "device_map", "max_memory", "gguf_file")
-                 if getattr(self, name) != getattr(default, name)
-                 for word in (f"--{name.replace('_', '-')}", str(getattr(self, name)))]
-        return flags + [flag for flag, on in (("--trust-remote-code", self.trust_remote_code),
-                                              ("--allow-pickle", self.allow_pickle)) if on]
+        flags = [
+            word
+            for name in ("revision", "dtype", "device", "device_map", "max_memory", "gguf_file")
+            if getattr(self, name) != getattr(default, name)
+            for word in (f"--{name.replace('_', '-')}", str(getattr(self, name)))
+        ]
+        return flags + [
+            flag
+            for flag, on in (("--trust-remote-code", self.trust_remote_code), ("--allow-pickle", self.allow_pickle))
+            if on
+        ]
 
 
 @dataclass
@@ -129,9 +135,10 @@ def parse_max_memory(text: str) -> dict[int | str, int]:
                 raise ValueError(key)
             parts[int(key) if key.isdigit() else key] = convert_file_size_to_int(int(size) if size.isdigit() else size)
         except ValueError:
-            raise LayerpickError(f"--max-memory {text!r}: write DEVICE=SIZE pairs separated by commas, the device a "
-                                 "GPU index or cpu, mps, disk, the size like 20GiB or 500MB (e.g. 0=20GiB,cpu=64GiB)"
-                                 ) from None
+            raise LayerpickError(
+                f"--max-memory {text!r}: write DEVICE=SIZE pairs separated by commas, the device a "
+                "GPU index or cpu, mps, disk, the size like 20GiB or 500MB (e.g. 0=20GiB,cpu=64GiB)"
+            ) from None
     if not parts:
         raise LayerpickError("--max-memory is empty; e.g. 0=20GiB,cpu=64GiB")
     return parts
@@ -193,8 +200,9 @@ def peek_num_layers(name_or_path: str, options: LoadOptions = LoadOptions()) -> 
     before any weights load; None where that file is not at hand or states no count."""
     data = _peek_config(name_or_path, options)
     data = data["text_config"] if isinstance(data.get("text_config"), dict) else data
-    return next((data[key] for key in ("num_hidden_layers", "n_layer", "num_layers")
-                 if isinstance(data.get(key), int)), None)
+    return next(
+        (data[key] for key in ("num_hidden_layers", "n_layer", "num_layers") if isinstance(data.get(key), int)), None
+    )
 
 
 def _peek_config(name_or_path: str, options: LoadOptions) -> dict:
@@ -236,8 +244,10 @@ def _pipeline(source: "_Source", tokenizer, family: surgery.Family, notes: list[
     if pipeline.do_lower_case:
         lowercase_tokenizer(tokenizer)
     if pipeline.pooling and pipeline.pooling not in POOLING_MODES:
-        notes.append(f"the source pools with {pipeline.pooling!r}, which layerpick does not implement; "
-                     f"layerpick uses {family.default_pooling!r} pooling")
+        notes.append(
+            f"the source pools with {pipeline.pooling!r}, which layerpick does not implement; "
+            f"layerpick uses {family.default_pooling!r} pooling"
+        )
     return pipeline
 
 
@@ -268,8 +278,10 @@ def _resolve_source(name: str, options: LoadOptions) -> _Source:
     if _looks_like_path(name):
         raise ModelNotFoundError(f"model path not found: {name}")
     if "/" not in name:
-        raise ModelNotFoundError(f"unknown model alias {name!r}{suggestion(name, aliases)} (known aliases: "
-                                 f"{', '.join(aliases)}; or pass a hub id or a path)")
+        raise ModelNotFoundError(
+            f"unknown model alias {name!r}{suggestion(name, aliases)} (known aliases: "
+            f"{', '.join(aliases)}; or pass a hub id or a path)"
+        )
     hub = resolve_hub_id(name, options.revision, needed_file=options.gguf_file or "config.json", aliases=aliases)
     return _Source(name, options.gguf_file, hub=hub)
 

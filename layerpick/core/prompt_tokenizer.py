@@ -59,8 +59,10 @@ def check_room(tokenizer, prompt: Prompt, max_length: int) -> None:
         return
     added = added_tokens(tokenizer)
     if added >= max_length:
-        raise PromptError(f"the prompt template and special tokens take {added} tokens, leaving no room for text "
-                          f"within the maximum length of {max_length}; use a shorter template or a longer length")
+        raise PromptError(
+            f"the prompt template and special tokens take {added} tokens, leaving no room for text "
+            f"within the maximum length of {max_length}; use a shorter template or a longer length"
+        )
 
 
 def edge_differences(tokenizer, prompted, prompt: Prompt, texts: Sequence[str], max_length: int) -> list[bool]:
@@ -71,12 +73,16 @@ def edge_differences(tokenizer, prompted, prompt: Prompt, texts: Sequence[str], 
     return [a != b for a, b in zip(ours, wrapped)]
 
 
-def prompted_post_processor(processor: dict[str, Any] | None, prefix: tuple[list[int], list[str]],
-                            suffix: tuple[list[int], list[str]]) -> dict[str, Any]:
+def prompted_post_processor(
+    processor: dict[str, Any] | None, prefix: tuple[list[int], list[str]], suffix: tuple[list[int], list[str]]
+) -> dict[str, Any]:
     """The post-processor JSON that adds `prefix`/`suffix` (ids, tokens) around each sequence, inside the
     special tokens `processor` already adds."""
-    pieces = {key: {"id": key, "ids": ids, "tokens": tokens}
-              for key, (ids, tokens) in ((PREFIX_KEY, prefix), (SUFFIX_KEY, suffix)) if ids}
+    pieces = {
+        key: {"id": key, "ids": ids, "tokens": tokens}
+        for key, (ids, tokens) in ((PREFIX_KEY, prefix), (SUFFIX_KEY, suffix))
+        if ids
+    }
     if processor is None:
         return _wrapped(_template([], "A", []), pieces)
     kind = processor.get("type")
@@ -99,7 +105,8 @@ def _build(tokenizer, prompt: Prompt):
     convert = tokenizer.convert_ids_to_tokens
     data = json.loads(backend.to_str())
     data["post_processor"] = prompted_post_processor(
-        data.get("post_processor"), (prefix_ids, convert(prefix_ids)), (suffix_ids, convert(suffix_ids)))
+        data.get("post_processor"), (prefix_ids, convert(prefix_ids)), (suffix_ids, convert(suffix_ids))
+    )
     processor = Tokenizer.from_str(json.dumps(data)).post_processor
     copied = copy.deepcopy(tokenizer)
     _backend(copied).post_processor = processor
@@ -124,7 +131,7 @@ def _suffix_ids(tokenizer, suffix: str) -> list[int]:
     for context in _CONTEXTS:
         head, whole = _ids(tokenizer, context), _ids(tokenizer, context + suffix)
         if len(whole) > len(head) and whole[: len(head)] == head:  # the context did not merge into the suffix
-            return whole[len(head):]
+            return whole[len(head) :]
     return _ids(tokenizer, suffix)
 
 
@@ -173,13 +180,24 @@ def _from_bert_like(processor: dict[str, Any], pieces: dict[str, dict]) -> dict[
     single = [_special(cls, 0), _seq("A", 0), _special(sep, 0)]
     second = 0 if roberta else 1
     pair = [*single, *([_special(sep, 0)] if roberta else []), _seq("B", second), _special(sep, second)]
-    template = {"type": "TemplateProcessing", "single": single, "pair": pair, "special_tokens": {
-        cls: {"id": cls, "ids": [cls_id], "tokens": [cls]}, sep: {"id": sep, "ids": [sep_id], "tokens": [sep]}}}
+    template = {
+        "type": "TemplateProcessing",
+        "single": single,
+        "pair": pair,
+        "special_tokens": {
+            cls: {"id": cls, "ids": [cls_id], "tokens": [cls]},
+            sep: {"id": sep, "ids": [sep_id], "tokens": [sep]},
+        },
+    }
     wrapped = _wrapped(template, pieces)
     if not roberta:
         return wrapped
-    offsets = {"type": "ByteLevel", "add_prefix_space": processor.get("add_prefix_space", True),
-               "trim_offsets": processor.get("trim_offsets", True), "use_regex": True}
+    offsets = {
+        "type": "ByteLevel",
+        "add_prefix_space": processor.get("add_prefix_space", True),
+        "trim_offsets": processor.get("trim_offsets", True),
+        "use_regex": True,
+    }
     return {"type": "Sequence", "processors": [offsets, wrapped]}
 
 

@@ -101,8 +101,9 @@ def parse_prompts(value: str | None) -> tuple[Prompt, ...]:
         return (parse_prompt(value),)
     parts = [part.strip() for part in value.split(",")]
     if any(not part for part in parts):
-        raise PromptError(f"--prompt takes a template with {PLACEHOLDER} or comma-separated names "
-                          f"({_choices()}); got {value!r}")
+        raise PromptError(
+            f"--prompt takes a template with {PLACEHOLDER} or comma-separated names ({_choices()}); got {value!r}"
+        )
     prompts = tuple(parse_prompt(part) for part in parts)
     names = [p.name for p in prompts]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -131,8 +132,9 @@ def describe_builtins() -> str:
 def _builtin(name: str) -> Prompt:
     key = name.lower()
     if "," in key and all(part.strip() in (NONE, *BUILTIN_TEMPLATES) for part in key.split(",")):
-        raise PromptError(f"unknown prompt {name!r}: give one template here (select, validate and run take "
-                          "several, comma-separated)")
+        raise PromptError(
+            f"unknown prompt {name!r}: give one template here (select, validate and run take several, comma-separated)"
+        )
     if key not in BUILTIN_TEMPLATES:
         raise PromptError(f"unknown prompt {name!r}: give a template with {PLACEHOLDER}, or one of {_choices()}")
     return Prompt(key, BUILTIN_TEMPLATES[key])

@@ -120,7 +120,5 @@ def resolve_alias(alias: str) -> tuple[RegistryEntry, ModelSource]:
     """The entry and on-disk source of an alias; a clear error when its package is missing."""
     entry = ENTRIES[alias]
     if not entry.is_installed():
-        raise ModelNotFoundError(
-            f"model alias {alias!r} needs the package {entry.package!r}: {entry.install_command}"
-        )
+        raise ModelNotFoundError(f"model alias {alias!r} needs the package {entry.package!r}: {entry.install_command}")
     return entry, entry.locate()

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 def render_collection(result: "CollectionSummary") -> None:
     """The table and lines `layerpick collect` prints on stdout."""
     wrapped = "" if result.prompt == "none" else f", prompt {result.prompt}"
-    table = Table(title=f"{result.model}: {result.count} texts, {result.pooling} pooling, {result.representation}"
-                        f"{wrapped}")
+    table = Table(
+        title=f"{result.model}: {result.count} texts, {result.pooling} pooling, {result.representation}{wrapped}"
+    )
     for column in ("layer", "mean norm", "mean cosine between texts"):
         table.add_column(column, justify="right")
     for layer, (norm, cosine) in enumerate(zip(result.mean_norm, result.mean_cosine)):

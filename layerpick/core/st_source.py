@@ -28,10 +28,14 @@ logger = logging.getLogger(__name__)
 UNSET_LENGTH = 10**9  # transformers' "no limit" model_max_length is about 1e30
 
 # legacy boolean keys of 1_Pooling/config.json -> layerpick's pooling names (others have no layerpick pooling)
-POOLING_FLAGS = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
-                 "pooling_mode_lasttoken": "lasttoken", "pooling_mode_max_tokens": "max",
-                 "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-                 "pooling_mode_weightedmean_tokens": "weightedmean"}
+POOLING_FLAGS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_lasttoken": "lasttoken",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+}
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,14 @@ class Pipeline:
         return [prompt + text for text in texts] if prompt else list(texts)
 
     def describe(self) -> dict[str, Any]:
-        return {"normalize": self.normalize, "max_seq_length": self.max_seq_length,
-                "do_lower_case": self.do_lower_case, "prompts": dict(self.prompts),
-                "default_prompt_name": self.default_prompt_name, "pooling": self.pooling}
+        return {
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+            "do_lower_case": self.do_lower_case,
+            "prompts": dict(self.prompts),
+            "default_prompt_name": self.default_prompt_name,
+            "pooling": self.pooling,
+        }
 
 
 def read_pipeline(fetch: Callable[[str], str | Path | None]) -> Pipeline:

@@ -1,7 +1,8 @@
 """Per-architecture facts and the one place that cuts a model after its first k blocks.
 
 For each supported family: where the block list lives, the final norm (if any), which config fields change
-when only the first k blocks are kept, whether the model is causal and has attention, and its default pooling. Everything
+when only the first k blocks are kept, whether the model is causal and has attention, and its default pooling.
+Everything
 that differs between architectures lives here; other modules ask this one. Paths are relative to the base
 `*Model` (no LM head), which is what layerpick loads and exports.
 """

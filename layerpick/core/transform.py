@@ -69,11 +69,14 @@ class TransformSpec:
         """One-line errors for a size the model (hidden size) or the fit set (number of texts) cannot give."""
         if hidden_size is not None and self.dim is not None and self.dim > hidden_size:
             what = "output dimensions" if self.kind == "whiten" else "removed directions"
-            raise TransformError(f"{self.label}: {self.dim} {what} is more than the model's hidden size "
-                                 f"({hidden_size})")
+            raise TransformError(
+                f"{self.label}: {self.dim} {what} is more than the model's hidden size ({hidden_size})"
+            )
         if fit_count is not None and fit_count < self.min_fit_texts():
-            raise TransformError(f"{self.label} needs at least {self.min_fit_texts()} fit texts (got {fit_count}); "
-                                 "give more with --fit-texts or a smaller dimension")
+            raise TransformError(
+                f"{self.label} needs at least {self.min_fit_texts()} fit texts (got {fit_count}); "
+                "give more with --fit-texts or a smaller dimension"
+            )
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -92,8 +95,9 @@ def parse_transform(value: str) -> TransformSpec:
     if kind not in KINDS:
         close = difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise TransformError(f"unknown transform {value!r}{hint} (choose auto, none, center, whiten, whiten-D, "
-                             "abtt, abtt-K)")
+        raise TransformError(
+            f"unknown transform {value!r}{hint} (choose auto, none, center, whiten, whiten-D, abtt, abtt-K)"
+        )
     if not size:
         return TransformSpec(kind, DEFAULT_ABTT if kind == "abtt" else None)
     if kind in ("none", "center"):
@@ -165,8 +169,11 @@ def fit(spec: TransformSpec, states: np.ndarray | torch.Tensor) -> AffineMap | N
         weight = np.eye(x.shape[1])
     else:
         directions, variances = principal_directions(x - mean)
-        weight = _whitening(spec, directions, variances, x.shape) if spec.kind == "whiten" else \
-            _all_but_the_top(spec, directions)
+        weight = (
+            _whitening(spec, directions, variances, x.shape)
+            if spec.kind == "whiten"
+            else _all_but_the_top(spec, directions)
+        )
     return AffineMap(weight, -weight @ mean)
 
 

@@ -51,8 +51,19 @@ class ExportMetadata(Document):
     FORMAT: ClassVar[str] = "layerpick-export/1"
     WHAT: ClassVar[str] = "a layerpick export's layerpick.json"
     NOUN: ClassVar[str] = "export metadata"
-    REQUIRED: ClassVar[tuple[str, ...]] = ("source", "layer", "num_layers", "representation", "pooling", "normalize",
-                                           "max_seq_length", "parameters", "weights_bytes", "parity", "command")
+    REQUIRED: ClassVar[tuple[str, ...]] = (
+        "source",
+        "layer",
+        "num_layers",
+        "representation",
+        "pooling",
+        "normalize",
+        "max_seq_length",
+        "parameters",
+        "weights_bytes",
+        "parity",
+        "command",
+    )
     OPTIONAL: ClassVar[tuple[str, ...]] = ("validation",)
 
     @classmethod

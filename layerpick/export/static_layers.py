@@ -42,8 +42,11 @@ class StaticLayersResult:
     exports: tuple[job.ExportResult, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"output": str(self.output), "layers": [each.layer for each in self.exports],
-                "exports": [each.to_json() for each in self.exports]}
+        return {
+            "output": str(self.output),
+            "layers": [each.layer for each in self.exports],
+            "exports": [each.to_json() for each in self.exports],
+        }
 
 
 def layer_name(k: int) -> str:
@@ -62,13 +65,19 @@ def check_range(layers: Sequence[int], num_layers: int | None) -> None:
     check_layer_range(layers, 1, num_layers)
 
 
-def check_request(model: str, layers: str | Sequence[int], output: Path, config: ExportConfig,
-                  load_options: LoadOptions = LoadOptions()) -> tuple[list[int], job.ExportRequest]:
+def check_request(
+    model: str,
+    layers: str | Sequence[int],
+    output: Path,
+    config: ExportConfig,
+    load_options: LoadOptions = LoadOptions(),
+) -> tuple[list[int], job.ExportRequest]:
     """Every check that needs no weights: `--layers` with `--format static` only, not with `--report`, each
     layer in range, each export as `--layer K` would check it, and the output."""
     if config.format != static.FORMAT:
-        raise job.ExportError("--layers writes one static export per layer: add --format static (or export one "
-                              "layer with --layer K)")
+        raise job.ExportError(
+            "--layers writes one static export per layer: add --format static (or export one layer with --layer K)"
+        )
     if config.report is not None:
         raise job.ExportError("--layers names the layers to distil: drop --report (or export its layer alone)")
     chosen = parse_layers(",".join(map(str, layers)) if not isinstance(layers, str) else layers)
@@ -82,13 +91,19 @@ def check_request(model: str, layers: str | Sequence[int], output: Path, config:
 
 def check_output(output: Path, overwrite: bool) -> None:
     """Refuse an existing output unless it is empty or (with `overwrite`) an earlier multi-layer static export."""
-    check_replaceable(output, overwrite=overwrite, owned=lambda path: (path / INDEX_FILE).is_file(),
-                      what="multi-layer static export")
+    check_replaceable(
+        output, overwrite=overwrite, owned=lambda path: (path / INDEX_FILE).is_file(), what="multi-layer static export"
+    )
 
 
-def export_static_layers(model: str, layers: str | Sequence[int], output: Path,
-                         config: ExportConfig = ExportConfig(format=static.FORMAT), *,
-                         load_options: LoadOptions = LoadOptions()) -> StaticLayersResult:
+def export_static_layers(
+    model: str,
+    layers: str | Sequence[int],
+    output: Path,
+    config: ExportConfig = ExportConfig(format=static.FORMAT),
+    *,
+    load_options: LoadOptions = LoadOptions(),
+) -> StaticLayersResult:
     """Load `model` once and write, under `output`, the static export of every layer in `layers` (OUTPUT/layer-K,
     each what a single `--layer K --format static` export gives), all or nothing."""
     output = Path(output)
@@ -102,27 +117,42 @@ def export_static_layers(model: str, layers: str | Sequence[int], output: Path,
     return StaticLayersResult(output, results)
 
 
-def _export_layer(request: job.ExportRequest, loaded: LoadedModel, k: int, output: Path,
-                  built: Path) -> job.ExportResult:
+def _export_layer(
+    request: job.ExportRequest, loaded: LoadedModel, k: int, output: Path, built: Path
+) -> job.ExportResult:
     """Layer K's static export, from a copy of the full model (the export cuts and prunes what it is given)."""
     plan = dataclasses.replace(request.plan, layer=k)
-    return job.cut_and_save(dataclasses.replace(request, plan=plan), output / layer_name(k),
-                            loaded=_copy(loaded), build_at=built / layer_name(k))
+    return job.cut_and_save(
+        dataclasses.replace(request, plan=plan),
+        output / layer_name(k),
+        loaded=_copy(loaded),
+        build_at=built / layer_name(k),
+    )
 
 
 def _copy(loaded: LoadedModel) -> LoadedModel:
-    return dataclasses.replace(loaded, model=copy.deepcopy(loaded.model), tokenizer=copy.deepcopy(loaded.tokenizer),
-                               notes=list(loaded.notes))
+    return dataclasses.replace(
+        loaded, model=copy.deepcopy(loaded.model), tokenizer=copy.deepcopy(loaded.tokenizer), notes=list(loaded.notes)
+    )
 
 
 def index(model: str, results: Sequence[job.ExportResult]) -> dict[str, Any]:
     """layers.json: which folder holds which layer, and each table's size and cosine to its cut."""
-    return {"model": model, "format": static.FORMAT, "layers": [each.layer for each in results],
-            "exports": {str(each.layer): {"directory": layer_name(each.layer),
-                                          "pca_dims": each.static["pca_dims"], "bytes": each.static["bytes"],
-                                          "mean_cosine_to_cut": each.static["parity"]["mean_cosine"],
-                                          "min_cosine_to_cut": each.static["parity"]["min_cosine"]}
-                        for each in results}}
+    return {
+        "model": model,
+        "format": static.FORMAT,
+        "layers": [each.layer for each in results],
+        "exports": {
+            str(each.layer): {
+                "directory": layer_name(each.layer),
+                "pca_dims": each.static["pca_dims"],
+                "bytes": each.static["bytes"],
+                "mean_cosine_to_cut": each.static["parity"]["mean_cosine"],
+                "min_cosine_to_cut": each.static["parity"]["min_cosine"],
+            }
+            for each in results
+        },
+    }
 
 
 @contextmanager

@@ -36,8 +36,12 @@ class FittedTransform:
     fit_texts: CalibrationSet
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.spec.to_json(), "fit": fit_set_of(self.fit_texts.texts, self.fit_texts.source).to_json(),
-                "output_dim": self.affine.out_dim, "module": "sentence_transformers.models.Dense"}
+        return {
+            **self.spec.to_json(),
+            "fit": fit_set_of(self.fit_texts.texts, self.fit_texts.source).to_json(),
+            "output_dim": self.affine.out_dim,
+            "module": "sentence_transformers.models.Dense",
+        }
 
 
 def fit_source(given: str | None, report: Any) -> str | None:
@@ -45,8 +49,14 @@ def fit_source(given: str | None, report: Any) -> str | None:
     return given if given is not None else report_fit_source(report)
 
 
-def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: str, model: str,
-                      load_options: Any, recorded: dict[str, Any] | None) -> CalibrationSet | None:
+def prepare_fit_texts(
+    spec: TransformSpec,
+    source: str | None,
+    representation: str,
+    model: str,
+    load_options: Any,
+    recorded: dict[str, Any] | None,
+) -> CalibrationSet | None:
     """The fit texts, checked before the model loads (None for `none`); with a report, they must be the texts
     its transform was fitted on."""
     if spec.is_identity:
@@ -54,13 +64,16 @@ def prepare_fit_texts(spec: TransformSpec, source: str | None, representation: s
     texts = prepare_fit((spec,), source, representation, model, load_options)
     expected = ((recorded or {}).get("fit") or {}).get("sha256")
     if expected and expected != fit_set_of(texts.texts, texts.source).sha256:
-        raise LayerpickError(f"the fit texts ({texts.source}) are not those the report's transform was fitted on "
-                             "(their sha256 differs): give the same --fit-texts")
+        raise LayerpickError(
+            f"the fit texts ({texts.source}) are not those the report's transform was fitted on "
+            "(their sha256 differs): give the same --fit-texts"
+        )
     return texts
 
 
-def fit_at_layer(loaded: LoadedModel, spec: TransformSpec, texts: CalibrationSet, layer: int,
-                 config: CollectConfig) -> FittedTransform:
+def fit_at_layer(
+    loaded: LoadedModel, spec: TransformSpec, texts: CalibrationSet, layer: int, config: CollectConfig
+) -> FittedTransform:
     """The map fitted on layer `layer` of the full model over the fit texts (before the model is cut)."""
     states = collect(loaded, loaded.pipeline.prepare(texts.texts), config).layer(layer)
     return FittedTransform(spec, fit(spec, states), texts)
@@ -79,9 +92,14 @@ def dense_module(fitted: FittedTransform, dtype: torch.dtype = torch.float32):
     except ImportError:
         from sentence_transformers.models import Dense
     affine = fitted.affine
-    return Dense(affine.in_dim, affine.out_dim, bias=True, activation_function=torch.nn.Identity(),
-                 init_weight=torch.tensor(affine.weight, dtype=dtype),
-                 init_bias=torch.tensor(affine.bias, dtype=dtype))
+    return Dense(
+        affine.in_dim,
+        affine.out_dim,
+        bias=True,
+        activation_function=torch.nn.Identity(),
+        init_weight=torch.tensor(affine.weight, dtype=dtype),
+        init_bias=torch.tensor(affine.bias, dtype=dtype),
+    )
 
 
 def rewrite_dense_configs(directory: Path, modules: list[dict[str, Any]]) -> None:

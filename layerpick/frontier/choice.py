@@ -49,8 +49,9 @@ class ChoiceOptions:
         if max_loss is not None:
             max_loss = _loss(max_loss)
             if choose == UNSUPERVISED:
-                raise ChoiceError("--max-loss chooses by validated scores; it cannot be combined with "
-                                  "--choose unsupervised")
+                raise ChoiceError(
+                    "--max-loss chooses by validated scores; it cannot be combined with --choose unsupervised"
+                )
         return cls(VALIDATED if max_loss is not None else (choose or UNSUPERVISED), max_loss)
 
     @property
@@ -88,8 +89,9 @@ class ValidatedChoice:
         return {**asdict(self), "loss": self.loss}
 
 
-def choose_validated(means: Sequence[float | None], layers: Iterable[int],
-                     max_loss: float | None = None) -> ValidatedChoice:
+def choose_validated(
+    means: Sequence[float | None], layers: Iterable[int], max_loss: float | None = None
+) -> ValidatedChoice:
     """The best layer by mean score (the shallowest on ties), or with `max_loss` the shallowest layer whose
     mean is within `max_loss` of the best; among `layers` >= 1 with a score."""
     candidates = sorted(k for k in layers if k >= 1 and is_finite(means[k]))
@@ -108,6 +110,7 @@ def _loss(text: str | float) -> float:
     except (TypeError, ValueError):
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ChoiceError(f"--max-loss must be a non-negative number, an absolute mean-score loss such as 0.01 "
-                          f"(got {text!r})")
+        raise ChoiceError(
+            f"--max-loss must be a non-negative number, an absolute mean-score loss such as 0.01 (got {text!r})"
+        )
     return value

@@ -34,16 +34,31 @@ def pyplot():
     return plt
 
 
-def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float], layers: Sequence[int],
-                  on_frontier: Sequence[int], marks: Mapping[str, int | None], ylabel: str) -> None:
+def draw_frontier(
+    axis,
+    quality: Sequence[float | None],
+    speedup: Sequence[float],
+    layers: Sequence[int],
+    on_frontier: Sequence[int],
+    marks: Mapping[str, int | None],
+    ylabel: str,
+) -> None:
     """Every layer of `layers` with a quality as a point at (ideal speed-up, quality), labelled k; the
     frontier joined by a line; each named layer in `marks` circled in its own marker."""
     points = [k for k in layers if is_finite(quality[k])]
-    axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=14, color="tab:blue", alpha=0.5,
-                 label="layer")
+    axis.scatter(
+        [speedup[k] for k in points], [quality[k] for k in points], s=14, color="tab:blue", alpha=0.5, label="layer"
+    )
     front = sorted(on_frontier, key=lambda k: speedup[k])
-    axis.plot([speedup[k] for k in front], [quality[k] for k in front], color="tab:blue", linewidth=1.5,
-              marker="o", markersize=5, label="frontier")
+    axis.plot(
+        [speedup[k] for k in front],
+        [quality[k] for k in front],
+        color="tab:blue",
+        linewidth=1.5,
+        marker="o",
+        markersize=5,
+        label="frontier",
+    )
     for k in points:
         axis.annotate(str(k), (speedup[k], quality[k]), textcoords="offset points", xytext=(3, 3), fontsize=7)
     for label, layer in marks.items():
@@ -52,9 +67,15 @@ def draw_frontier(axis, quality: Sequence[float | None], speedup: Sequence[float
     _speedup_x_axis(axis, [speedup[k] for k in points], ylabel)
 
 
-def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedup: Sequence[float],
-                       layers: Sequence[int], on_frontier: Sequence[tuple[str, int]],
-                       marks: Mapping[str, tuple[str, int] | None], ylabel: str) -> None:
+def draw_pair_frontier(
+    axis,
+    table: Mapping[str, Sequence[float | None]],
+    speedup: Sequence[float],
+    layers: Sequence[int],
+    on_frontier: Sequence[tuple[str, int]],
+    marks: Mapping[str, tuple[str, int] | None],
+    ylabel: str,
+) -> None:
     """Every (variant, layer) pair of `table` (variant -> quality by layer) with a quality as a point at (ideal
     speed-up, quality), one colour per variant, labelled k; the frontier over all pairs joined; each named pair
     in `marks` circled."""
@@ -64,14 +85,33 @@ def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedu
     for index, (variant, quality) in enumerate(table.items()):
         points = [k for k in layers if k < len(quality) and is_finite(quality[k])]
         xs += [speedup[k] for k in points]
-        axis.scatter([speedup[k] for k in points], [quality[k] for k in points], s=16, alpha=0.6,
-                     color=colours(index % 10), label=variant)
+        axis.scatter(
+            [speedup[k] for k in points],
+            [quality[k] for k in points],
+            s=16,
+            alpha=0.6,
+            color=colours(index % 10),
+            label=variant,
+        )
         for k in points:
-            axis.annotate(str(k), (speedup[k], quality[k]), textcoords="offset points", xytext=(3, 3), fontsize=6,
-                          color=colours(index % 10))
+            axis.annotate(
+                str(k),
+                (speedup[k], quality[k]),
+                textcoords="offset points",
+                xytext=(3, 3),
+                fontsize=6,
+                color=colours(index % 10),
+            )
     front = sorted(on_frontier, key=lambda pair: speedup[pair[1]])
-    axis.plot([speedup[k] for _, k in front], [table[v][k] for v, k in front], color="black", linewidth=1.2,
-              marker="o", markersize=4, label="frontier (every pair)")
+    axis.plot(
+        [speedup[k] for _, k in front],
+        [table[v][k] for v, k in front],
+        color="black",
+        linewidth=1.2,
+        marker="o",
+        markersize=4,
+        label="frontier (every pair)",
+    )
     for label, pair in marks.items():
         if pair is not None and pair[0] in table and is_finite(table[pair[0]][pair[1]]):
             _mark(axis, label, f"{label} ({pair[0]}, layer {pair[1]})", speedup[pair[1]], table[pair[0]][pair[1]])
@@ -81,8 +121,9 @@ def draw_pair_frontier(axis, table: Mapping[str, Sequence[float | None]], speedu
 
 def _mark(axis, kind: str, label: str, x: float, y: float) -> None:
     marker, color = MARKS.get(kind, ("o", "black"))
-    axis.scatter([x], [y], s=90, marker=marker, facecolors="none", edgecolors=color, linewidths=1.8, label=label,
-                 zorder=5)
+    axis.scatter(
+        [x], [y], s=90, marker=marker, facecolors="none", edgecolors=color, linewidths=1.8, label=label, zorder=5
+    )
 
 
 def _speedup_x_axis(axis, xs: Sequence[float], ylabel: str) -> None:
@@ -97,9 +138,16 @@ def _speedup_x_axis(axis, xs: Sequence[float], ylabel: str) -> None:
     axis.legend(fontsize=7, loc="best")
 
 
-def plot_frontier(path: Path, title: str, quality: Sequence[float | None], speedup: Sequence[float],
-                  layers: Sequence[int], on_frontier: Sequence[int], marks: Mapping[str, int | None],
-                  ylabel: str) -> Path:
+def plot_frontier(
+    path: Path,
+    title: str,
+    quality: Sequence[float | None],
+    speedup: Sequence[float],
+    layers: Sequence[int],
+    on_frontier: Sequence[int],
+    marks: Mapping[str, int | None],
+    ylabel: str,
+) -> Path:
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 5.2))
     draw_frontier(axis, quality, speedup, layers, on_frontier, marks, ylabel)

@@ -1,4 +1,5 @@
-"""Task scores by layer, as validate, compare and run read them: per-task scores by layer, their mean, selected/last/best layers, and the
+"""Task scores by layer, as validate, compare and run read them: per-task scores by layer, their mean,
+selected/last/best layers, and the
 Spearman correlation across layers between each unsupervised select metric and the mean task score.
 
 Pure functions over plain lists and dicts.
@@ -17,8 +18,9 @@ from layerpick._util.finite import is_finite
 def mean_by_layer(scores: dict[str, dict[int, float]], layers: Sequence[int], num_layers: int) -> list[float | None]:
     """Mean over the tasks scored at every evaluated layer (so each layer averages the same tasks)."""
     complete = [by_layer for by_layer in scores.values() if all(is_finite(by_layer.get(k)) for k in layers)]
-    return [sum(t[k] for t in complete) / len(complete) if complete and k in layers else None
-            for k in range(num_layers + 1)]
+    return [
+        sum(t[k] for t in complete) / len(complete) if complete and k in layers else None for k in range(num_layers + 1)
+    ]
 
 
 def best_layer(means: Sequence[float | None]) -> int | None:
@@ -38,8 +40,9 @@ def comparison(means: Sequence[float | None], selected: int | None, last: int, b
     return out
 
 
-def metric_correlations(scores: dict[str, list[float | None] | None], directions: dict[str, str],
-                        means: Sequence[float | None]) -> dict[str, dict[str, Any]]:
+def metric_correlations(
+    scores: dict[str, list[float | None] | None], directions: dict[str, str], means: Sequence[float | None]
+) -> dict[str, dict[str, Any]]:
     """Per metric: Spearman rho (and p) across the layers where both the metric and the mean exist."""
     out = {}
     for metric, values in scores.items():

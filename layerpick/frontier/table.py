@@ -24,8 +24,12 @@ def frontier_table(data: dict[str, Any], measured: dict[int, str] | None = None)
     rows = []
     for k in layers:
         tags = ", ".join(marks.get(k, []) + (["frontier"] if k in section["layers"] else []))
-        cells = [str(k), number(means[k]), number(best - means[k] if means[k] is not None else None),
-                 *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k])]
+        cells = [
+            str(k),
+            number(means[k]),
+            number(best - means[k] if means[k] is not None else None),
+            *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]),
+        ]
         rows.append(cells + ([(measured or {}).get(k, "–")] if measured else []) + [tags])
     return header, rows
 
@@ -37,17 +41,22 @@ def picks_lines(section: dict[str, Any]) -> list[str]:
     for name in ("unsupervised", "validated"):
         pick = picks.get(name)
         if pick:
-            lines.append(f"{name} pick: layer {pick['layer']}, mean score {pick['score']:.4f} "
-                         f"(-{pick['loss']:.4f} against the best), ideal speed-up {pick['ideal_speedup']:.2f}x")
+            lines.append(
+                f"{name} pick: layer {pick['layer']}, mean score {pick['score']:.4f} "
+                f"(-{pick['loss']:.4f} against the best), ideal speed-up {pick['ideal_speedup']:.2f}x"
+            )
     return lines + [f"chosen: {section['reason']}"]
 
 
 def _marks(data: dict[str, Any]) -> dict[int, list[str]]:
     section = data["frontier"]
-    named = [("chosen", section.get("chosen_layer")),
-             ("unsupervised pick", section["picks"].get("unsupervised", {}).get("layer")),
-             ("validated pick", section["picks"]["validated"]["layer"]), ("best", section["best_layer"]),
-             ("last", data["last_layer"])]
+    named = [
+        ("chosen", section.get("chosen_layer")),
+        ("unsupervised pick", section["picks"].get("unsupervised", {}).get("layer")),
+        ("validated pick", section["picks"]["validated"]["layer"]),
+        ("best", section["best_layer"]),
+        ("last", data["last_layer"]),
+    ]
     marks: dict[int, list[str]] = {}
     for label, layer in named:
         if layer is not None:

@@ -33,10 +33,7 @@ def infonce(view_a: Tensor, view_b: Tensor, temperature: float = 0.1) -> float:
         ValueError: shape mismatch, N < 2, non 2-D input or temperature <= 0.
     """
     if view_a.ndim != 2 or view_a.shape != view_b.shape:
-        raise ValueError(
-            "views must be 2-D with equal shapes, got "
-            f"{tuple(view_a.shape)} and {tuple(view_b.shape)}"
-        )
+        raise ValueError(f"views must be 2-D with equal shapes, got {tuple(view_a.shape)} and {tuple(view_b.shape)}")
     if view_a.shape[0] < 2:
         raise ValueError(f"need at least 2 texts, got N={view_a.shape[0]}")
     if temperature <= 0:

@@ -42,9 +42,7 @@ class _PerTextMeanObserver:
     counts them once, at layer 0.
     """
 
-    def __init__(
-        self, num_layers: int, metric: Callable[[Tensor], float], min_tokens: int
-    ) -> None:
+    def __init__(self, num_layers: int, metric: Callable[[Tensor], float], min_tokens: int) -> None:
         if num_layers < 0:
             raise ValueError(f"num_layers must be >= 0, got {num_layers}")
         self.num_layers = num_layers
@@ -77,8 +75,7 @@ class _PerTextMeanObserver:
             raise ValueError(f"layer {layer} outside 0..{self.num_layers}")
         if states.ndim != 3 or tuple(mask.shape) != tuple(states.shape[:2]):
             raise ValueError(
-                f"expected states (B, T, D) and mask (B, T), got "
-                f"{tuple(states.shape)} and {tuple(mask.shape)}"
+                f"expected states (B, T, D) and mask (B, T), got {tuple(states.shape)} and {tuple(mask.shape)}"
             )
 
 

@@ -12,5 +12,14 @@ from layerpick.selection.rules import (
     parse_rule,
 )
 
-__all__ = ["DEFAULT_RULE", "LayerChoice", "SelectConfig", "check_min_speedup", "choose_layer", "parse_rule",
-           "run_select", "select_and_write", "select_fit_texts"]
+__all__ = [
+    "DEFAULT_RULE",
+    "LayerChoice",
+    "SelectConfig",
+    "check_min_speedup",
+    "choose_layer",
+    "parse_rule",
+    "run_select",
+    "select_and_write",
+    "select_fit_texts",
+]

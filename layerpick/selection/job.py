@@ -33,7 +33,10 @@ from layerpick.selection.rules import (
 )
 from layerpick.selection.scoring import check_inputs, score_transformed
 
-def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()) -> SelectReport:
+
+def run_select(
+    model: str, load_options: LoadOptions = LoadOptions(), config: SelectConfig = SelectConfig()
+) -> SelectReport:
     """Score every layer of `model` on the calibration set and choose one; with several prompt templates, every
     (template, layer) pair, from one pass per template, and choose a pair."""
     started = time.perf_counter()
@@ -42,8 +45,14 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     prompts = parse_prompts(DEFAULT_PROMPT if config.prompt is None else config.prompt)
     # the calibration first: its own errors then name it, not the fit set drawn from it by default
     texts = load_calibration(config.calibration, field=config.field, limit=config.limit, seed=config.scoring.seed)
-    transforms = parse_transforms(expand_auto(DEFAULT_TRANSFORM if config.transform is None else config.transform,
-                                              model, load_options, _fit_source(config)))
+    transforms = parse_transforms(
+        expand_auto(
+            DEFAULT_TRANSFORM if config.transform is None else config.transform,
+            model,
+            load_options,
+            _fit_source(config),
+        )
+    )
     fit_texts = select_fit_texts(transforms, config, model, load_options)
     rule = parse_rule(config.rule)
     check_min_speedup(config.min_speedup)
@@ -53,51 +62,96 @@ def run_select(model: str, load_options: LoadOptions = LoadOptions(), config: Se
     load_s = time.perf_counter() - load_start
     costs = layer_costs(loaded.model)
     if config.min_speedup is not None:  # a budget no layer meets fails before the forward passes
-        within_budget(range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup,
-                      config.min_speedup)
+        within_budget(
+            range(0 if config.include_layer0 else 1, loaded.num_layers + 1), costs.ideal_speedup, config.min_speedup
+        )
     results, variants = {}, {}
     for p in prompts:
-        scored = score_transformed(loaded, texts.texts, metrics, dataclasses.replace(config.collect, prompt=p),
-                                   config.scoring, transforms, fit_texts)
+        scored = score_transformed(
+            loaded,
+            texts.texts,
+            metrics,
+            dataclasses.replace(config.collect, prompt=p),
+            config.scoring,
+            transforms,
+            fit_texts,
+        )
         for spec in transforms:
             label = variant_label(p.label, spec)
             results[label], variants[label] = scored[spec.label], p
     if len(results) == 1:
         label = next(iter(results))
-        choice = choose_layer(results[label].scores, rule, tolerance=config.tolerance,
-                              include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
-                              min_speedup=config.min_speedup)
+        choice = choose_layer(
+            results[label].scores,
+            rule,
+            tolerance=config.tolerance,
+            include_layer0=config.include_layer0,
+            speedup=costs.ideal_speedup,
+            min_speedup=config.min_speedup,
+        )
         layer, best_layer, described, by_prompt = choice.layer, choice.best_layer, choice.describe(), None
     else:
-        pair = choose_pair({label: r.scores for label, r in results.items()}, rule, tolerance=config.tolerance,
-                           include_layer0=config.include_layer0, speedup=costs.ideal_speedup,
-                           min_speedup=config.min_speedup)
+        pair = choose_pair(
+            {label: r.scores for label, r in results.items()},
+            rule,
+            tolerance=config.tolerance,
+            include_layer0=config.include_layer0,
+            speedup=costs.ideal_speedup,
+            min_speedup=config.min_speedup,
+        )
         label, layer, described = pair.prompt, pair.layer, pair.describe()
         best_layer = pair.best_layer if pair.best_prompt == pair.prompt else None
-        by_prompt = {label: {"template": p.template, "pooling": results[label].pooling,
-                             "transform": results[label].transform, "scores": _finite_scores(results[label].scores),
-                             "rule_objective": list(pair.objective[label])} for label, p in variants.items()}
+        by_prompt = {
+            label: {
+                "template": p.template,
+                "pooling": results[label].pooling,
+                "transform": results[label].transform,
+                "scores": _finite_scores(results[label].scores),
+                "rule_objective": list(pair.objective[label]),
+            }
+            for label, p in variants.items()
+        }
     result = results[label]
     chosen = variants[label]
     unbounded = choose_layer(result.scores, rule, include_layer0=config.include_layer0)  # objective, every layer
-    timings = {"load_s": load_s, **_summed({id(r.timings): r.timings for r in results.values()}.values()),
-               "total_s": time.perf_counter() - started}
+    timings = {
+        "load_s": load_s,
+        **_summed({id(r.timings): r.timings for r in results.values()}.values()),
+        "total_s": time.perf_counter() - started,
+    }
     return SelectReport(
-        model=model, model_path=loaded.path, revision=load_options.revision, num_layers=loaded.num_layers,
-        family=loaded.family.name, representation=config.collect.representation, pooling=result.pooling,
-        rule=str(rule), tolerance=config.tolerance, include_layer0=config.include_layer0,
-        min_speedup=config.min_speedup, cost=costs.to_json(),
+        model=model,
+        model_path=loaded.path,
+        revision=load_options.revision,
+        num_layers=loaded.num_layers,
+        family=loaded.family.name,
+        representation=config.collect.representation,
+        pooling=result.pooling,
+        rule=str(rule),
+        tolerance=config.tolerance,
+        include_layer0=config.include_layer0,
+        min_speedup=config.min_speedup,
+        cost=costs.to_json(),
         objective=[finite_or_none(v) for v in unbounded.objective],
         frontier=frontier(unbounded.objective, costs.ideal_speedup, unbounded.candidates),
-        selected_layer=layer, rule_best_layer=best_layer, choice=described,
-        scores=_finite_scores(result.scores), prompt=chosen.to_json(), by_prompt=by_prompt,
+        selected_layer=layer,
+        rule_best_layer=best_layer,
+        choice=described,
+        scores=_finite_scores(result.scores),
+        prompt=chosen.to_json(),
+        by_prompt=by_prompt,
         transform=result.transform,
         directions={m.name: get_metric(m.name).direction for m in metrics},
-        skipped_texts=result.skipped_texts, calibration=texts.describe(), seed=config.scoring.seed,
-        views=config.scoring.views, alpha=config.scoring.alpha,
-        max_length=effective_max_length(loaded, config.collect.max_length), dtype=load_options.dtype,
+        skipped_texts=result.skipped_texts,
+        calibration=texts.describe(),
+        seed=config.scoring.seed,
+        views=config.scoring.views,
+        alpha=config.scoring.alpha,
+        max_length=effective_max_length(loaded, config.collect.max_length),
+        dtype=load_options.dtype,
         device=str(loaded.device),
-        notes=loaded.notes, versions=library_versions(),
+        notes=loaded.notes,
+        versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
 
@@ -107,8 +161,9 @@ def variant_label(prompt_label: str, spec: TransformSpec) -> str:
     return prompt_label if spec.is_identity else f"{prompt_label}+{spec.label}"
 
 
-def select_fit_texts(transforms, config: SelectConfig, model: str | None = None,
-                     load_options: LoadOptions = LoadOptions()) -> CalibrationSet | None:
+def select_fit_texts(
+    transforms, config: SelectConfig, model: str | None = None, load_options: LoadOptions = LoadOptions()
+) -> CalibrationSet | None:
     """The fit set (None when no transform needs one): --fit-texts, else the calibration source; checked
     against every transform before loading."""
     return prepare_fit(tuple(transforms), _fit_source(config), config.collect.representation, model, load_options)
@@ -130,8 +185,9 @@ def _summed(timings) -> dict[str, float]:
     return total
 
 
-def select_and_write(model: str, load_options: LoadOptions, config: SelectConfig,
-                     output: Path | None) -> tuple[SelectReport, list[Path]]:
+def select_and_write(
+    model: str, load_options: LoadOptions, config: SelectConfig, output: Path | None
+) -> tuple[SelectReport, list[Path]]:
     """Check the output location first, then select, then write the report there (the folder locked
     throughout, so two selects never interleave their files)."""
     output = Path(output) if output is not None else model_output_dir(model)

@@ -29,8 +29,10 @@ def render_report(report: SelectReport, written: Iterable[Path]) -> None:
     """The tables and lines `layerpick select` prints on stdout, ending with the files it wrote."""
     console = Console()
     names = list(report.scores)
-    table = Table(title=f"{report.model}: {report.num_layers} layers, {report.representation} "
-                        f"representation, {report.pooling} pooling")
+    table = Table(
+        title=f"{report.model}: {report.num_layers} layers, {report.representation} "
+        f"representation, {report.pooling} pooling"
+    )
     table.add_column("layer", justify="right")
     for name in names:
         table.add_column(f"{name} {ARROWS[report.directions[name]]}", justify="right", min_width=len(name) + 2)

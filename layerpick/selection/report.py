@@ -27,8 +27,7 @@ def to_markdown(report: SelectReport) -> str:
         "",
         f"- layers: {report.num_layers} (layer 0 = embeddings), representation: {report.representation}, "
         f"pooling: {report.pooling}",
-        f"- calibration: {calibration['source']} ({calibration['count']} texts, "
-        f"sha256 {calibration['sha256'][:12]})",
+        f"- calibration: {calibration['source']} ({calibration['count']} texts, sha256 {calibration['sha256'][:12]})",
         f"- rule: `{report.rule}` -> **layer {report.selected_layer}** ({report.choice})",
     ]
     lines += cost_lines(report)
@@ -41,15 +40,24 @@ def to_markdown(report: SelectReport) -> str:
     for k in range(report.num_layers + 1):
         cells = [format_score(report.scores[n][k]) for n in names] + list(layer_cost_cells(report, k))
         lines.append(f"| {layer_label(report, k)} | " + " | ".join(cells) + " |")
-    lines += ["", "Arrows give each metric's documented direction (the paper's reading); the rule sets its own. "
-              "◀ the chosen layer; ◆ on the unsupervised frontier."]
+    lines += [
+        "",
+        "Arrows give each metric's documented direction (the paper's reading); the rule sets its own. "
+        "◀ the chosen layer; ◆ on the unsupervised frontier.",
+    ]
     side = side_by_side(report)
     if side:
         header, rows = side
-        lines += ["", "## Prompt templates side by side", "",
-                  "The rule's metrics for every (template, layer) pair, each template from its own pass; the rule "
-                  "compares all pairs and chose ◀. The table above is the chosen template's.", "",
-                  "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        lines += [
+            "",
+            "## Prompt templates side by side",
+            "",
+            "The rule's metrics for every (template, layer) pair, each template from its own pass; the rule "
+            "compares all pairs and chose ◀. The table above is the chosen template's.",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|---" * len(header) + "|",
+        ]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
@@ -62,8 +70,10 @@ def cost_lines(report: SelectReport) -> list[str]:
     if report.cost:
         lines.append(f"- cost: {report.cost['model']}")
     if report.frontier:
-        lines.append(f"- unsupervised frontier (no other layer has both a better rule objective and a higher ideal "
-                     f"speed-up): layers {', '.join(str(k) for k in report.frontier)}")
+        lines.append(
+            f"- unsupervised frontier (no other layer has both a better rule objective and a higher ideal "
+            f"speed-up): layers {', '.join(str(k) for k in report.frontier)}"
+        )
     return lines
 
 
@@ -93,11 +103,16 @@ def transform_line(report: SelectReport) -> str:
     if not transform:
         return "- transform: none"
     fit = transform["fit"]
-    return (f"- transform: {transform['name']} ({transform['output_dim']} dimensions), fitted per layer on "
-            f"{fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]}); metrics on the transformed "
-            "vectors, except token-level ones (token states are not transformed)"
-            + ("; dataset-entropy is undefined under whitening (flat by construction)"
-               if transform.get("kind") == "whiten" else ""))
+    return (
+        f"- transform: {transform['name']} ({transform['output_dim']} dimensions), fitted per layer on "
+        f"{fit['count']} texts of {fit['source']} (sha256 {fit['sha256'][:12]}); metrics on the transformed "
+        "vectors, except token-level ones (token states are not transformed)"
+        + (
+            "; dataset-entropy is undefined under whitening (flat by construction)"
+            if transform.get("kind") == "whiten"
+            else ""
+        )
+    )
 
 
 def chosen_variant(report: SelectReport) -> str:
@@ -115,8 +130,9 @@ def side_by_side(report: SelectReport) -> tuple[list[str], list[list[str]]] | No
 
     metrics = parse_rule(report.rule).metrics
     chosen = chosen_variant(report)
-    header = ["layer"] + [f"{label} ({entry['pooling']}): {metric}" for label, entry in report.by_prompt.items()
-                          for metric in metrics]
+    header = ["layer"] + [
+        f"{label} ({entry['pooling']}): {metric}" for label, entry in report.by_prompt.items() for metric in metrics
+    ]
     rows = []
     for k in range(report.num_layers + 1):
         cells = [str(k)]
@@ -161,8 +177,15 @@ def plot_metrics(report: SelectReport, path: Path) -> None:
     if panels > len(names):
         axis = axes.flat[len(names)]
         layers = [k for k, v in enumerate(report.objective) if v is not None]
-        draw_frontier(axis, report.objective, costs.ideal_speedup, layers, report.frontier or [],
-                      {"unsupervised pick": report.selected_layer, "last": num}, "rule objective (1 = best)")
+        draw_frontier(
+            axis,
+            report.objective,
+            costs.ideal_speedup,
+            layers,
+            report.frontier or [],
+            {"unsupervised pick": report.selected_layer, "last": num},
+            "rule objective (1 = best)",
+        )
         axis.set_title(f"{report.rule}: objective against ideal speed-up", fontsize=9)
     for axis in list(axes.flat)[panels:]:
         axis.set_visible(False)

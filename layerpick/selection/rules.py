@@ -67,8 +67,10 @@ class LayerChoice:
     def describe(self) -> str:
         text = f"layer {self.layer} by rule {self.rule}"
         if self.min_speedup is not None:
-            text += (f" among the layers with an ideal speed-up of at least {self.min_speedup:g}x "
-                     f"(layers {_span(self.candidates)})")
+            text += (
+                f" among the layers with an ideal speed-up of at least {self.min_speedup:g}x "
+                f"(layers {_span(self.candidates)})"
+            )
         if self.layer != self.best_layer:
             text += f" (smallest layer within {self.tolerance:g} of the rule's best, layer {self.best_layer})"
         return text
@@ -77,7 +79,7 @@ class LayerChoice:
 def parse_rule(text: str) -> Rule:
     """`min-<metric>`, `max-<metric>` or `rank:<term>,<term>,...`; unknown metrics get "did you mean"."""
     text = text.strip()
-    body = text[len("rank:"):] if text.startswith("rank:") else text
+    body = text[len("rank:") :] if text.startswith("rank:") else text
     parts = [p.strip() for p in body.split(",") if p.strip()]
     if not parts or (len(parts) > 1 and not text.startswith("rank:")):
         raise UnknownRuleError(_rule_help(text))
@@ -85,8 +87,13 @@ def parse_rule(text: str) -> Rule:
 
 
 def choose_layer(
-    scores: dict[str, list[float | None]], rule: Rule, *, tolerance: float = 0.0, include_layer0: bool = False,
-    speedup: Sequence[float] | None = None, min_speedup: float | None = None,
+    scores: dict[str, list[float | None]],
+    rule: Rule,
+    *,
+    tolerance: float = 0.0,
+    include_layer0: bool = False,
+    speedup: Sequence[float] | None = None,
+    min_speedup: float | None = None,
 ) -> LayerChoice:
     """Apply `rule` to `scores` (metric -> L+1 values) and return the chosen layer; with `min_speedup`, only
     layers whose ideal `speedup` (L+1 values) meets it are candidates."""
@@ -120,8 +127,10 @@ def within_budget(candidates: Sequence[int], speedup: Sequence[float] | None, mi
     kept = [k for k in candidates if round(speedup[k], 2) >= min_speedup]
     if not kept:
         fastest = max(candidates, key=lambda k: speedup[k])
-        raise LayerpickError(f"no layer meets --min-speedup {min_speedup:g}: the fastest candidate, layer "
-                             f"{fastest}, has an ideal speed-up of {speedup[fastest]:.2f}x")
+        raise LayerpickError(
+            f"no layer meets --min-speedup {min_speedup:g}: the fastest candidate, layer "
+            f"{fastest}, has an ideal speed-up of {speedup[fastest]:.2f}x"
+        )
     return kept
 
 

@@ -109,8 +109,9 @@ def score_transformed(
     by_input = {kind: [m for m in metrics if m.input == kind] for kind in ("tokens", "pooled", "views")}
     pooled = views = None
     if by_input["tokens"] or by_input["pooled"]:
-        pooled, pooling = _main_pass(loaded, texts, by_input["tokens"], collect_config, config, clock,
-                                     token_scores, skipped)
+        pooled, pooling = _main_pass(
+            loaded, texts, by_input["tokens"], collect_config, config, clock, token_scores, skipped
+        )
     if by_input["views"]:
         views = _view_pass(loaded, texts, collect_config, config, clock)
     fitted = _fit_transforms(loaded, transforms, fit_texts, collect_config, clock)
@@ -170,8 +171,9 @@ def _fit_transforms(loaded, transforms, fit_texts, collect_config, clock) -> dic
     return fitted
 
 
-def _transformed_metric(metric: MetricSpec, per_layer: torch.Tensor, maps, spec: TransformSpec,
-                        config: ScoringConfig, clock, collect_config) -> list[float | None]:
+def _transformed_metric(
+    metric: MetricSpec, per_layer: torch.Tensor, maps, spec: TransformSpec, config: ScoringConfig, clock, collect_config
+) -> list[float | None]:
     """One metric at every layer, on the layer's vectors under its fitted map (untransformed for `none`)."""
     if maps is not None and spec.kind == "whiten" and metric.flat_under_whitening:
         return [None] * per_layer.shape[0]

@@ -25,11 +25,7 @@ def _qwerty_neighbours() -> dict[str, str]:
     where = {ch: (r, c) for r, row in enumerate(_QWERTY_ROWS) for c, ch in enumerate(row)}
     neighbours = {}
     for ch, (r, c) in where.items():
-        near = [
-            other
-            for other, (r2, c2) in where.items()
-            if other != ch and abs(r - r2) <= 1 and abs(c - c2) <= 1
-        ]
+        near = [other for other, (r2, c2) in where.items() if other != ch and abs(r - r2) <= 1 and abs(c - c2) <= 1]
         neighbours[ch] = "".join(sorted(near))
     return neighbours
 
@@ -105,10 +101,7 @@ def _views_of(text: str, num_views: int, seed: int) -> list[str]:
     """Views of one text from an rng derived from ``seed`` and the text."""
     rng = random.Random(_text_seed(text, seed))
     offset = rng.randrange(len(_AUGMENTATIONS))
-    return [
-        _AUGMENTATIONS[(offset + j) % len(_AUGMENTATIONS)](text, rng)
-        for j in range(num_views)
-    ]
+    return [_AUGMENTATIONS[(offset + j) % len(_AUGMENTATIONS)](text, rng) for j in range(num_views)]
 
 
 def _text_seed(text: str, seed: int) -> int:
@@ -117,9 +110,7 @@ def _text_seed(text: str, seed: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def _replace_letters(
-    text: str, rng: random.Random, rate: float, replace: Callable[[str, random.Random], str]
-) -> str:
+def _replace_letters(text: str, rng: random.Random, rate: float, replace: Callable[[str, random.Random], str]) -> str:
     """Replace a random subset of ASCII letters using ``replace(letter, rng)``."""
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"rate must be in [0, 1], got {rate}")

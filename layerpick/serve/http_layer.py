@@ -53,8 +53,10 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         app: EmbeddingServer = self.server.app
         path = urlsplit(self.path).path.rstrip("/") or "/"
-        routes = {("GET", "/health"): lambda: app.health_response(),
-                  ("POST", "/v1/embeddings"): lambda: app.embeddings_response(self._read_body())}
+        routes = {
+            ("GET", "/health"): lambda: app.health_response(),
+            ("POST", "/v1/embeddings"): lambda: app.embeddings_response(self._read_body()),
+        }
         try:
             route = routes.get((method, path))
             if route is None:
@@ -75,8 +77,9 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         if length is None or not length.strip().isdigit():
             raise ApiError(411, "a Content-Length header is required")
         if int(length) > limit:
-            raise ApiError(413, f"request body of {int(length)} bytes is over the limit of {limit} bytes",
-                           code="body_too_large")
+            raise ApiError(
+                413, f"request body of {int(length)} bytes is over the limit of {limit} bytes", code="body_too_large"
+            )
         try:
             return self.rfile.read(int(length))
         except TimeoutError:
@@ -101,8 +104,9 @@ def route_error(method: str, path: str, known_paths: set[str]) -> ApiError:
     """405 for a known path with the wrong method, 404 (naming the endpoints) for an unknown path."""
     if path in known_paths:
         return ApiError(405, f"{method} is not allowed on {path}", code="method_not_allowed")
-    return ApiError(404, f"unknown path {path}: use POST /v1/embeddings or GET /health", "not_found_error",
-                    code="not_found")
+    return ApiError(
+        404, f"unknown path {path}: use POST /v1/embeddings or GET /health", "not_found_error", code="not_found"
+    )
 
 
 class EmbeddingHTTPServer(ThreadingHTTPServer):

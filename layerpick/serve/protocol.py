@@ -88,14 +88,20 @@ def _parse_input(value: Any, config: ServeConfig) -> list[str]:
 
 def _check_texts(texts: list[str], config: ServeConfig) -> None:
     if len(texts) > config.max_inputs:
-        raise ApiError(413, f"too many inputs: {len(texts)} in one request, the limit is {config.max_inputs}",
-                       code="too_many_inputs")
+        raise ApiError(
+            413,
+            f"too many inputs: {len(texts)} in one request, the limit is {config.max_inputs}",
+            code="too_many_inputs",
+        )
     for index, text in enumerate(texts):
         if not text:
             raise ApiError(400, f"input[{index}] is an empty string", code="invalid_input")
         if len(text) > config.max_chars:
-            raise ApiError(413, f"input[{index}] has {len(text)} characters, the limit is {config.max_chars}",
-                           code="input_too_long")
+            raise ApiError(
+                413,
+                f"input[{index}] has {len(text)} characters, the limit is {config.max_chars}",
+                code="input_too_long",
+            )
         _check_encodable(index, text)
 
 
@@ -104,9 +110,13 @@ def _check_encodable(index: int, text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise ApiError(400, f"input[{index}] is not valid text: it contains a lone surrogate "
-                            f"(\\u{ord(text[error.start]):04x}) at character {error.start}; surrogate escapes must "
-                            "come in high-low pairs", code="invalid_input") from None
+        raise ApiError(
+            400,
+            f"input[{index}] is not valid text: it contains a lone surrogate "
+            f"(\\u{ord(text[error.start]):04x}) at character {error.start}; surrogate escapes must "
+            "come in high-low pairs",
+            code="invalid_input",
+        ) from None
 
 
 def _is_ints(values: list) -> bool:
@@ -117,8 +127,9 @@ def _parse_dimensions(value: Any, dimension: int) -> int | None:
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= dimension:
-        raise ApiError(400, f"'dimensions' must be an integer from 1 to {dimension} (got {value!r})",
-                       code="invalid_dimensions")
+        raise ApiError(
+            400, f"'dimensions' must be an integer from 1 to {dimension} (got {value!r})", code="invalid_dimensions"
+        )
     return value
 
 
@@ -127,8 +138,9 @@ def check_model(requested: str | None, served: str) -> None:
     one that names no model is served."""
     if requested is not None and requested != served:
         shown = requested if len(requested) <= MODEL_NAME_SHOWN else requested[:MODEL_NAME_SHOWN] + "..."
-        raise ApiError(404, f"model {shown!r} is not served here: this server serves {served!r}",
-                       code="model_not_found")
+        raise ApiError(
+            404, f"model {shown!r} is not served here: this server serves {served!r}", code="model_not_found"
+        )
 
 
 def render_vector(vector: np.ndarray, request: EmbeddingRequest, normalized: bool) -> list[float] | str:
@@ -145,12 +157,14 @@ def render_vector(vector: np.ndarray, request: EmbeddingRequest, normalized: boo
     return vector.tolist()
 
 
-def embeddings_payload(request: EmbeddingRequest, vectors: np.ndarray, tokens: Sequence[int], model_name: str,
-                       normalized: bool) -> dict:
+def embeddings_payload(
+    request: EmbeddingRequest, vectors: np.ndarray, tokens: Sequence[int], model_name: str, normalized: bool
+) -> dict:
     """The response body: one embedding object per input, in order, the served model's name (whatever `model`
     the request named, as OpenAI answers), and the tokens the inputs used."""
-    data = [{"object": "embedding", "index": i, "embedding": render_vector(v, request, normalized)}
-            for i, v in enumerate(vectors)]
+    data = [
+        {"object": "embedding", "index": i, "embedding": render_vector(v, request, normalized)}
+        for i, v in enumerate(vectors)
+    ]
     used = int(sum(tokens))
-    return {"object": "list", "data": data, "model": model_name,
-            "usage": {"prompt_tokens": used, "total_tokens": used}}
+    return {"object": "list", "data": data, "model": model_name, "usage": {"prompt_tokens": used, "total_tokens": used}}

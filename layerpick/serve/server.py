@@ -1,7 +1,8 @@
 """`layerpick serve`'s server: an OpenAI-compatible HTTP embeddings server around a sentence-transformers directory.
 
 Owns: composing the pieces (the model from `layerpick.export.load`, the batching worker from
-`layerpick.serve.batcher`, the HTTP layer from `layerpick.serve.http_layer`, the protocol from `layerpick.serve.protocol`)
+`layerpick.serve.batcher`, the HTTP layer from `layerpick.serve.http_layer`, the protocol from
+`layerpick.serve.protocol`)
 into one `EmbeddingServer`, answering its two endpoints, and the server's lifecycle: torch threads, bind,
 serve, drain on SIGTERM/SIGINT, close.
 
@@ -144,8 +145,7 @@ class EmbeddingServer:
             "threads": self.threads,
             "limits": {"max_inputs": self.config.max_inputs, "max_chars": self.config.max_chars},
             "strict_model": self.config.strict_model,
-            "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms,
-                         **self.stats()},
+            "batching": {"batch_size": self.config.batch_size, "max_wait_ms": self.config.max_wait_ms, **self.stats()},
             "layerpick": self.metadata.to_json() if self.metadata else None,
         }
 
@@ -158,8 +158,12 @@ class EmbeddingServer:
         except BatcherClosed:
             raise ApiError(503, "the server is shutting down", "server_error", code="shutting_down") from None
         except Exception:  # noqa: BLE001 - the worker's failure (logged there), reported to this client alone
-            raise ApiError(500, "embedding this request failed; the server's log has the details", "server_error",
-                           code="embedding_failed") from None
+            raise ApiError(
+                500,
+                "embedding this request failed; the server's log has the details",
+                "server_error",
+                code="embedding_failed",
+            ) from None
         return 200, embeddings_payload(request, vectors, tokens, self.model_name, self.normalized)
 
     # ---- lifecycle
@@ -219,8 +223,9 @@ class EmbeddingServer:
             if idle and accepted == 0 and self._httpd.accept_pending() == 0:
                 return
             if time.monotonic() >= deadline:
-                logger.warning("gave up waiting for %d requests after %.0f s", self._httpd.in_flight,
-                               self.config.drain_timeout_s)
+                logger.warning(
+                    "gave up waiting for %d requests after %.0f s", self._httpd.in_flight, self.config.drain_timeout_s
+                )
                 return
 
     def __enter__(self) -> "EmbeddingServer":
@@ -244,8 +249,11 @@ def _shutdown_on_signals(callback: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def serve(directory: str | Path, config: ServeConfig = ServeConfig(),
-          on_ready: Callable[[EmbeddingServer], None] | None = None) -> None:
+def serve(
+    directory: str | Path,
+    config: ServeConfig = ServeConfig(),
+    on_ready: Callable[[EmbeddingServer], None] | None = None,
+) -> None:
     """Load the model, bind, call `on_ready(server)`, and serve until SIGTERM/SIGINT; then drain and return."""
     server = EmbeddingServer(directory, config)
     logger.info("serving %s at %s", server.model_name, server.url)

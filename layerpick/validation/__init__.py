@@ -2,7 +2,8 @@
 distinct text for every layer, a resumable run, and validation.json / validation.png.
 
 Modules: `folders` (the local folder format), `inject` (folder data -> mteb task data, custom tasks), `tasks`
-(resolving --tasks items), `config` (a run's settings), `store` (on-disk representations), `encoder` (the per-layer mteb encoder),
+(resolving --tasks items), `config` (a run's settings), `store` (on-disk representations), `encoder` (the per-layer
+mteb encoder),
 `sources` (model or exported directory), `run` (the run), `result` (validation.json as `ValidationReport`),
 `plot`, `materialize` (the numbers by layer are `layerpick.frontier.scores`).
 
@@ -13,13 +14,27 @@ not pay for importing mteb.
 from importlib import import_module
 
 _HOMES = {
-    "LayerEncoder": "encoder", "LayerSource": "encoder", "ReportFormatError": "errors", "TaskFormatError": "errors",
-    "TaskNotFoundError": "errors", "ValidationFailedError": "errors", "read_folder": "folders",
-    "materialize_tasks": "materialize", "write_task_folder": "materialize", "ValidationReport": "result",
+    "LayerEncoder": "encoder",
+    "LayerSource": "encoder",
+    "ReportFormatError": "errors",
+    "TaskFormatError": "errors",
+    "TaskNotFoundError": "errors",
+    "ValidationFailedError": "errors",
+    "read_folder": "folders",
+    "materialize_tasks": "materialize",
+    "write_task_folder": "materialize",
+    "ValidationReport": "result",
     "ValidationRun": "result",
-    "parse_layers": "run", "check_layer_words": "run", "run_validation": "run", "validation_output": "run", "RepresentationStore": "store",
+    "parse_layers": "run",
+    "check_layer_words": "run",
+    "run_validation": "run",
+    "validation_output": "run",
+    "RepresentationStore": "store",
     "StoreKey": "store",
-    "ValidateConfig": "config", "TaskSpec": "tasks", "resolve_tasks": "tasks", "split_items": "tasks",
+    "ValidateConfig": "config",
+    "TaskSpec": "tasks",
+    "resolve_tasks": "tasks",
+    "split_items": "tasks",
 }
 
 __all__ = sorted(_HOMES)

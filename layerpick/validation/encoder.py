@@ -64,16 +64,23 @@ class SentenceTransformerRepresenter:
     key: StoreKey
 
     def represent(self, texts: Sequence[str]) -> torch.Tensor:
-        vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_tensor=True,
-                                    show_progress_bar=False)
+        vectors = self.model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_tensor=True, show_progress_bar=False
+        )
         return vectors.detach().float().cpu().unsqueeze(0)
 
 
 class LayerSource:
     """Stored states of every layer; collects what is missing (all layers in one pass) on demand."""
 
-    def __init__(self, representer: Representer, store: RepresentationStore, *, chunk_size: int = 128,
-                 progress: ProgressFactory | None = None) -> None:
+    def __init__(
+        self,
+        representer: Representer,
+        store: RepresentationStore,
+        *,
+        chunk_size: int = 128,
+        progress: ProgressFactory | None = None,
+    ) -> None:
         self.representer = representer
         self.store = store
         self.chunk_size = chunk_size
@@ -112,8 +119,14 @@ class LayerSource:
 class LayerEncoder(AbsEncoder):
     """mteb's view of one layer: encode() returns that layer's pooled vectors (optionally unit length)."""
 
-    def __init__(self, source: LayerSource, layer: int, meta: ModelMeta, normalize: bool = False,
-                 transform: AffineMap | None = None) -> None:
+    def __init__(
+        self,
+        source: LayerSource,
+        layer: int,
+        meta: ModelMeta,
+        normalize: bool = False,
+        transform: AffineMap | None = None,
+    ) -> None:
         self.source = source
         self.layer = layer
         self.mteb_model_meta = meta
@@ -121,8 +134,9 @@ class LayerEncoder(AbsEncoder):
         self.transform = transform
         self.model = None
 
-    def encode(self, inputs, *, task_metadata, hf_split: str, hf_subset: str, prompt_type=None,
-               **kwargs: Any) -> np.ndarray:
+    def encode(
+        self, inputs, *, task_metadata, hf_split: str, hf_subset: str, prompt_type=None, **kwargs: Any
+    ) -> np.ndarray:
         texts = []
         for batch in inputs:
             if "text" not in batch:
@@ -143,21 +157,30 @@ def model_label(name: str) -> str:
     return label.replace("/", "__").replace(" ", "_") or "model"
 
 
-def layer_model_meta(label: str, layer: int | str, revision: str, *, embed_dim: int | None, max_tokens: int | None,
-                     experiment: dict[str, Any]) -> ModelMeta:
+def layer_model_meta(
+    label: str,
+    layer: int | str,
+    revision: str,
+    *,
+    embed_dim: int | None,
+    max_tokens: int | None,
+    experiment: dict[str, Any],
+) -> ModelMeta:
     """ModelMeta for one layer view: name `layerpick/<label>__layer-<k>`, cosine similarity."""
     suffix = layer if isinstance(layer, str) else f"layer-{layer}"
-    return ModelMeta.create_empty(overwrites={
-        "name": f"layerpick/{label}__{suffix}",
-        "revision": revision,
-        "similarity_fn_name": ScoringFunction.COSINE,
-        "embed_dim": embed_dim,
-        "max_tokens": max_tokens,
-        "framework": ["PyTorch"],
-        "modalities": ["text"],
-        "use_instructions": False,
-        "experiment_kwargs": experiment,
-    })
+    return ModelMeta.create_empty(
+        overwrites={
+            "name": f"layerpick/{label}__{suffix}",
+            "revision": revision,
+            "similarity_fn_name": ScoringFunction.COSINE,
+            "embed_dim": embed_dim,
+            "max_tokens": max_tokens,
+            "framework": ["PyTorch"],
+            "modalities": ["text"],
+            "use_instructions": False,
+            "experiment_kwargs": experiment,
+        }
+    )
 
 
 def weights_fingerprint(model: torch.nn.Module) -> str:

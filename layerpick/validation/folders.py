@@ -109,9 +109,7 @@ def detect_kind(folder: Path) -> str:
             return "sts"
         if "label" in keys:
             return "pair-classification"
-        raise TaskFormatError(
-            f"{folder / 'test.jsonl'}: pairs without 'score' (STS) or 'label' (pair classification)"
-        )
+        raise TaskFormatError(f"{folder / 'test.jsonl'}: pairs without 'score' (STS) or 'label' (pair classification)")
     if "text" in keys:
         if "label" not in keys:
             raise TaskFormatError(f"{folder / 'test.jsonl'}: rows have 'text' but no 'label' (classification)")
@@ -146,12 +144,16 @@ def _objects(path: Path) -> Iterator[tuple[int, dict]]:
 def _read_classification(folder: Path) -> dict[str, list[dict]]:
     if not (folder / "train.jsonl").exists():
         raise TaskFormatError(f"{folder}: classification needs train.jsonl beside test.jsonl")
-    splits = {split: [_text_label(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
-              for split, file in _split_files(folder).items()}
+    splits = {
+        split: [_text_label(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
+        for split, file in _split_files(folder).items()
+    }
     labels = {row["label"] for row in splits["train"]}
     if len(labels) < 2:
-        raise TaskFormatError(f"{folder / 'train.jsonl'}: every row has the label {next(iter(labels))!r}; "
-                              "a classifier needs at least two labels to learn from")
+        raise TaskFormatError(
+            f"{folder / 'train.jsonl'}: every row has the label {next(iter(labels))!r}; "
+            "a classifier needs at least two labels to learn from"
+        )
     return splits
 
 
@@ -160,19 +162,25 @@ def _text_label(row: dict, file: Path, number: int) -> dict:
 
 
 def _read_sts(folder: Path) -> dict[str, list[dict]]:
-    splits = {split: [_pair(row, "score", file, n) for n, row in enumerate(read_jsonl(file), 1)]
-              for split, file in _split_files(folder).items()}
+    splits = {
+        split: [_pair(row, "score", file, n) for n, row in enumerate(read_jsonl(file), 1)]
+        for split, file in _split_files(folder).items()
+    }
     for split, rows in splits.items():
         scores = {row["score"] for row in rows}
         if len(scores) < 2:
-            raise TaskFormatError(f"{folder / f'{split}.jsonl'}: every row has the score {next(iter(scores)):g}; "
-                                  "STS needs at least two different scores to correlate with")
+            raise TaskFormatError(
+                f"{folder / f'{split}.jsonl'}: every row has the score {next(iter(scores)):g}; "
+                "STS needs at least two different scores to correlate with"
+            )
     return splits
 
 
 def _read_pairs(folder: Path) -> dict[str, list[dict]]:
-    splits = {split: [_pair(row, "label", file, n) for n, row in enumerate(read_jsonl(file), 1)]
-              for split, file in _split_files(folder).items()}
+    splits = {
+        split: [_pair(row, "label", file, n) for n, row in enumerate(read_jsonl(file), 1)]
+        for split, file in _split_files(folder).items()
+    }
     for split, rows in splits.items():
         if len(rows) < 2:
             raise TaskFormatError(f"{folder / f'{split}.jsonl'}: pair classification needs at least two pairs")
@@ -181,13 +189,18 @@ def _read_pairs(folder: Path) -> dict[str, list[dict]]:
 
 def _pair(row: dict, target: str, file: Path, number: int) -> dict:
     value = _score(row, file, number) if target == "score" else _binary_label(row, file, number)
-    return {"sentence1": _text(row, "sentence1", file, number), "sentence2": _text(row, "sentence2", file, number),
-            target: value}
+    return {
+        "sentence1": _text(row, "sentence1", file, number),
+        "sentence2": _text(row, "sentence2", file, number),
+        target: value,
+    }
 
 
 def _read_clustering(folder: Path) -> dict[str, list[dict]]:
-    return {split: [_cluster_set(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
-            for split, file in _split_files(folder).items()}
+    return {
+        split: [_cluster_set(row, file, n) for n, row in enumerate(read_jsonl(file), 1)]
+        for split, file in _split_files(folder).items()
+    }
 
 
 def _cluster_set(row: dict, file: Path, number: int) -> dict:
@@ -214,26 +227,35 @@ def _read_retrieval(folder: Path) -> dict[str, dict]:
     corpus = [_document(row, corpus_file, n) for n, row in enumerate(read_jsonl(corpus_file), 1)]
     queries = [_query(row, queries_file, n) for n, row in enumerate(read_jsonl(queries_file), 1)]
     ids = {row["_id"] for row in corpus}, {row["_id"] for row in queries}
-    return {split: {"corpus": corpus, "queries": queries, "qrels": _check_qrels(_read_qrels(file), file, *ids)}
-            for split, file in qrels.items()}
+    return {
+        split: {"corpus": corpus, "queries": queries, "qrels": _check_qrels(_read_qrels(file), file, *ids)}
+        for split, file in qrels.items()
+    }
 
 
-def _check_qrels(qrels: dict[str, dict[str, int]], file: Path, documents: set[str],
-                 queries: set[str]) -> dict[str, dict[str, int]]:
+def _check_qrels(
+    qrels: dict[str, dict[str, int]], file: Path, documents: set[str], queries: set[str]
+) -> dict[str, dict[str, int]]:
     """Refuse judgements that cannot give a score (no judged document in the corpus, no judged query in the
     queries file); warn, with the counts, about judgements that name some absent ids."""
     judged = {doc for docs in qrels.values() for doc in docs}
     if not judged & documents:
-        raise TaskFormatError(f"{file}: none of the {len(judged)} documents it judges is in corpus.jsonl "
-                              f"(e.g. {min(judged)!r}); every score would be 0")
+        raise TaskFormatError(
+            f"{file}: none of the {len(judged)} documents it judges is in corpus.jsonl "
+            f"(e.g. {min(judged)!r}); every score would be 0"
+        )
     if not set(qrels) & queries:
-        raise TaskFormatError(f"{file}: none of the {len(qrels)} queries it judges is in queries.jsonl "
-                              f"(e.g. {min(qrels)!r}); no query could be evaluated")
+        raise TaskFormatError(
+            f"{file}: none of the {len(qrels)} queries it judges is in queries.jsonl "
+            f"(e.g. {min(qrels)!r}); no query could be evaluated"
+        )
     pairs = [(query, doc) for query, docs in qrels.items() for doc in docs]
     absent = [(query, doc) for query, doc in pairs if query not in queries or doc not in documents]
     if absent:
-        _warn_once(f"{file}: {len(absent)} of {len(pairs)} judgements name ids not in the folder "
-                   f"({_absent_ids(set(qrels) - queries, judged - documents)})")
+        _warn_once(
+            f"{file}: {len(absent)} of {len(pairs)} judgements name ids not in the folder "
+            f"({_absent_ids(set(qrels) - queries, judged - documents)})"
+        )
     return qrels
 
 

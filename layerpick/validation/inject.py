@@ -138,22 +138,30 @@ def _classification(task: AbsTaskClassification, rows: list[dict]) -> Dataset:
     labels = [row["label"] for row in rows]
     if len({type(label) for label in labels}) > 1:
         raise TaskFormatError(f"{task.metadata.name}: labels mix ints and strings")
-    return Dataset.from_dict({text_column(task.input_column_name): [row["text"] for row in rows],
-                              task.label_column_name: labels})
+    return Dataset.from_dict(
+        {text_column(task.input_column_name): [row["text"] for row in rows], task.label_column_name: labels}
+    )
 
 
 def _sts(task: AbsTaskSTS, rows: list[dict]) -> Dataset:
     first, second = (text_column(name) for name in task.column_names)
-    return Dataset.from_dict({first: [r["sentence1"] for r in rows], second: [r["sentence2"] for r in rows],
-                              "score": [r["score"] for r in rows]})
+    return Dataset.from_dict(
+        {
+            first: [r["sentence1"] for r in rows],
+            second: [r["sentence2"] for r in rows],
+            "score": [r["score"] for r in rows],
+        }
+    )
 
 
 def _pairs(task: AbsTaskPairClassification, rows: list[dict]) -> Dataset:
-    return Dataset.from_dict({
-        text_column(task.input1_column_name): [r["sentence1"] for r in rows],
-        text_column(task.input2_column_name): [r["sentence2"] for r in rows],
-        task.label_column_name: [r["label"] for r in rows],
-    })
+    return Dataset.from_dict(
+        {
+            text_column(task.input1_column_name): [r["sentence1"] for r in rows],
+            text_column(task.input2_column_name): [r["sentence2"] for r in rows],
+            task.label_column_name: [r["label"] for r in rows],
+        }
+    )
 
 
 def _clustering(task: AbsTask, rows: list[dict]) -> Dataset:
@@ -161,8 +169,9 @@ def _clustering(task: AbsTask, rows: list[dict]) -> Dataset:
     rows = _uniform_labels(rows)
     if isinstance(task, AbsTaskClusteringLegacy):
         return Dataset.from_dict({text: [r["sentences"] for r in rows], label: [r["labels"] for r in rows]})
-    return Dataset.from_dict({text: [s for r in rows for s in r["sentences"]],
-                              label: [lab for r in rows for lab in r["labels"]]})
+    return Dataset.from_dict(
+        {text: [s for r in rows for s in r["sentences"]], label: [lab for r in rows for lab in r["labels"]]}
+    )
 
 
 def _uniform_labels(rows: list[dict]) -> list[dict]:
@@ -175,11 +184,13 @@ def _uniform_labels(rows: list[dict]) -> list[dict]:
 
 def _retrieval(task: AbsTaskRetrieval, split: dict) -> RetrievalSplitData:
     qrels = split["qrels"]
-    corpus = Dataset.from_dict({
-        "id": [d["_id"] for d in split["corpus"]],
-        "title": [d["title"] for d in split["corpus"]],
-        "text": [d["text"] for d in split["corpus"]],
-    })
+    corpus = Dataset.from_dict(
+        {
+            "id": [d["_id"] for d in split["corpus"]],
+            "title": [d["title"] for d in split["corpus"]],
+            "text": [d["text"] for d in split["corpus"]],
+        }
+    )
     queries = [q for q in split["queries"] if q["_id"] in qrels]  # as mteb's loader: queries with judgements
     return RetrievalSplitData(
         corpus=corpus,

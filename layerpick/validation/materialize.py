@@ -70,8 +70,10 @@ def _write_sts(task, data, folder: Path) -> None:
     first, second = (inject.text_column(c) for c in task.column_names)
     for split in task.eval_splits:
         rows = data[split]
-        _write_jsonl(folder / f"{split}.jsonl", ({"sentence1": a, "sentence2": b, "score": s}
-                                                 for a, b, s in zip(rows[first], rows[second], rows["score"])))
+        _write_jsonl(
+            folder / f"{split}.jsonl",
+            ({"sentence1": a, "sentence2": b, "score": s} for a, b, s in zip(rows[first], rows[second], rows["score"])),
+        )
 
 
 def _write_pairs(task, data, folder: Path) -> None:
@@ -80,8 +82,13 @@ def _write_pairs(task, data, folder: Path) -> None:
         rows = data[split]
         if len(rows) == 1:  # mteb v1 layout: one row holding the lists
             rows = rows[0]
-        _write_jsonl(folder / f"{split}.jsonl", ({"sentence1": a, "sentence2": b, "label": int(y)} for a, b, y in
-                                                 zip(rows[first], rows[second], rows[task.label_column_name])))
+        _write_jsonl(
+            folder / f"{split}.jsonl",
+            (
+                {"sentence1": a, "sentence2": b, "label": int(y)}
+                for a, b, y in zip(rows[first], rows[second], rows[task.label_column_name])
+            ),
+        )
 
 
 def _write_clustering(task, data, folder: Path) -> None:
@@ -103,8 +110,9 @@ def _write_retrieval(task, data, folder: Path) -> None:
         if part.get("top_ranked"):
             raise TaskFormatError(f"{task.metadata.name}: reranking data (top_ranked) has no folder format")
         for row in part["corpus"]:
-            corpus.setdefault(str(row["id"]), {"_id": str(row["id"]), "title": row.get("title") or "",
-                                               "text": row["text"]})
+            corpus.setdefault(
+                str(row["id"]), {"_id": str(row["id"]), "title": row.get("title") or "", "text": row["text"]}
+            )
         for row in part["queries"]:
             queries.setdefault(str(row["id"]), {"_id": str(row["id"]), "text": _query_text(row)})
         target = folder / "qrels.tsv" if splits == ["test"] else folder / "qrels" / f"{split}.tsv"

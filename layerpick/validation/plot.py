@@ -40,8 +40,16 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
         second = axis.twinx()
         palette = matplotlib.colormaps["Dark2"]
         for index, (metric, values) in enumerate(report.scores.items()):
-            _line(second, _min_max(values), depth, label=f"{metric} (select)", linestyle="--", linewidth=1,
-                  color=palette(index % palette.N), markersize=2)
+            _line(
+                second,
+                _min_max(values),
+                depth,
+                label=f"{metric} (select)",
+                linestyle="--",
+                linewidth=1,
+                color=palette(index % palette.N),
+                markersize=2,
+            )
         second.set_ylabel("select metric, min-max normalised")
         extra_handles, extra_labels = second.get_legend_handles_labels()
         handles, labels = handles + extra_handles, labels + extra_labels
@@ -70,9 +78,15 @@ def draw_scores(axis, data: dict[str, Any], depth: int) -> None:
         _line(axis, data["mean_by_layer"], depth, label="mean", linewidth=3, color="black")
         return
     for index, (variant, entry) in enumerate(variants.items()):
-        _line(axis, entry["mean_by_layer"], depth, label=f"mean: {variant}", linewidth=2.5,
-              color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)],
-              linestyle=VARIANT_STYLES[index % len(VARIANT_STYLES)])
+        _line(
+            axis,
+            entry["mean_by_layer"],
+            depth,
+            label=f"mean: {variant}",
+            linewidth=2.5,
+            color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)],
+            linestyle=VARIANT_STYLES[index % len(VARIANT_STYLES)],
+        )
 
 
 def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
@@ -83,13 +97,24 @@ def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
         return plot_pair_frontier_png(data, path)
     section = data["frontier"]
     picks = section["picks"]
-    marks = {"unsupervised pick": picks.get("unsupervised", {}).get("layer"),
-             "validated pick": picks["validated"]["layer"], "best": section["best_layer"], "last": data["last_layer"]}
+    marks = {
+        "unsupervised pick": picks.get("unsupervised", {}).get("layer"),
+        "validated pick": picks["validated"]["layer"],
+        "best": section["best_layer"],
+        "last": data["last_layer"],
+    }
     layers = [k for k in data["layers_evaluated"] if k >= 1]
     choice = "exported/chosen: layer " + str(section["chosen_layer"]) if section.get("chosen_layer") else ""
-    return plot_frontier(Path(path), f"{data['model']}: mean task score against ideal speed-up. {choice}",
-                         data["mean_by_layer"], data["cost"]["ideal_speedup"], layers, section["layers"], marks,
-                         "mean main score over the tasks")
+    return plot_frontier(
+        Path(path),
+        f"{data['model']}: mean task score against ideal speed-up. {choice}",
+        data["mean_by_layer"],
+        data["cost"]["ideal_speedup"],
+        layers,
+        section["layers"],
+        marks,
+        "mean main score over the tasks",
+    )
 
 
 def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
@@ -102,10 +127,12 @@ def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
     layers = [k for k in data["layers_evaluated"] if k >= 1]
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 5.2))
-    draw_pair_frontier(axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks,
-                       "mean main score over the tasks")
-    return save_figure(figure, axis, f"{data['model']}: mean task score against ideal speed-up, every variant",
-                       Path(path))
+    draw_pair_frontier(
+        axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks, "mean main score over the tasks"
+    )
+    return save_figure(
+        figure, axis, f"{data['model']}: mean task score against ideal speed-up, every variant", Path(path)
+    )
 
 
 def _pair(entry: dict[str, Any] | None) -> tuple[str, int] | None:
@@ -119,14 +146,25 @@ def _line(axis, values, depth: int, **style) -> None:
 
 
 def _markers(axis, data: dict[str, Any], depth: int) -> None:
-    marks = (("selected_layer", "tab:green", "selected"), ("best_layer", "tab:orange", "best"),
-             ("last_layer", "tab:gray", "last"))
+    marks = (
+        ("selected_layer", "tab:green", "selected"),
+        ("best_layer", "tab:orange", "best"),
+        ("last_layer", "tab:gray", "last"),
+    )
     for key, color, text in marks:
         layer = data.get(key)
         if layer is not None:
             axis.axvline(layer / depth, color=color, linestyle=":", linewidth=1.5)
-            axis.annotate(f"{text} ({layer})", (layer / depth, 1.0), xycoords=("data", "axes fraction"),
-                          rotation=90, va="top", ha="right", fontsize=7, color=color)
+            axis.annotate(
+                f"{text} ({layer})",
+                (layer / depth, 1.0),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize=7,
+                color=color,
+            )
 
 
 def _min_max(values) -> list[float | None]:

@@ -38,8 +38,10 @@ def render_validation(data: dict[str, Any], files: Sequence[Path], output_dir: P
         console.print(correlation_table(data["metric_correlations"]))
     for note in data.get("notes", []):
         console.print(f"note: {note}")
-    console.print(f"wrote {files[0]} and {', '.join(path.name for path in files[1:])} (+ MTEB "
-                  f"results under {output_dir / data['results_dir']})")
+    console.print(
+        f"wrote {files[0]} and {', '.join(path.name for path in files[1:])} (+ MTEB "
+        f"results under {output_dir / data['results_dir']})"
+    )
 
 
 def render_failures(failures: dict[str, str]) -> None:
@@ -58,8 +60,10 @@ def score_table(data: dict) -> Table:
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
     transform = (data.get("transform") or {}).get("name")
     wrapped += f", transform {transform}" if transform else ""
-    title = (f"{data['model']}: main score by layer ({data.get('representation')} representation, "
-             f"{data.get('pooling') or 'own'} pooling, {vectors}{wrapped})")
+    title = (
+        f"{data['model']}: main score by layer ({data.get('representation')} representation, "
+        f"{data.get('pooling') or 'own'} pooling, {vectors}{wrapped})"
+    )
     table = Table(title=title)
     table.add_column("layer", justify="right")
     for name in names:
@@ -88,8 +92,10 @@ def prompt_table(data: dict) -> Table:
         table.add_column(f"{label}\n{entry['pooling']}", justify="right")
     best = data.get("best_pair") or {}
     for k in data["layers_evaluated"]:
-        cells = [_fmt(entry["mean_by_layer"][k]) + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer"))
-                                                     else "") for label, entry in entries.items()]
+        cells = [
+            _fmt(entry["mean_by_layer"][k]) + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
+            for label, entry in entries.items()
+        ]
         table.add_row(str(k), *cells)
     return table
 
@@ -101,8 +107,13 @@ def correlation_table(correlations: dict) -> Table:
         table.add_column(column, justify="right" if column != "metric" else "left")
     for metric, entry in correlations.items():
         agrees = entry.get("agrees_with_direction")
-        table.add_row(metric, _fmt(entry["spearman"]), _fmt(entry["p_value"]), str(entry["n_layers"]),
-                      "" if agrees is None else ("yes" if agrees else "no"))
+        table.add_row(
+            metric,
+            _fmt(entry["spearman"]),
+            _fmt(entry["p_value"]),
+            str(entry["n_layers"]),
+            "" if agrees is None else ("yes" if agrees else "no"),
+        )
     return table
 
 

@@ -64,8 +64,14 @@ class ValidationReport(Document):
     WHAT: ClassVar[str] = "a layerpick validation.json"
     NOUN: ClassVar[str] = "validation"
     REQUIRED: ClassVar[tuple[str, ...]] = ("model", "num_layers", "tasks", "mean_by_layer")
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("exported_layer", "transform", "static", "by_prompt", "best_pair",
-                                           "pair_frontier")
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "exported_layer",
+        "transform",
+        "static",
+        "by_prompt",
+        "best_pair",
+        "pair_frontier",
+    )
 
     @classmethod
     def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> ValidationReport:

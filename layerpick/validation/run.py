@@ -78,8 +78,13 @@ class TaskOutcome:
     seconds: float = 0.0
 
 
-def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConfig = ValidateConfig(), *,
-                   load_options: LoadOptions = LoadOptions()) -> ValidationRun:
+def run_validation(
+    model: str | None,
+    tasks: Sequence[str],
+    config: ValidateConfig = ValidateConfig(),
+    *,
+    load_options: LoadOptions = LoadOptions(),
+) -> ValidationRun:
     """Evaluate `model` layer by layer (or the export in `config.exported_dir`) on MTEB tasks; see the module
     docstring and `ValidateConfig`."""
     started = time.perf_counter()
@@ -87,8 +92,9 @@ def run_validation(model: str | None, tasks: Sequence[str], config: ValidateConf
         raise LayerpickError("give a model, or an exported directory with --exported")
     output = validation_output(model, config)
     results = Path(config.result_cache) if config.result_cache else results_root(output)
-    _check_before_loading(load_options, config, {"--output": output, "--store": store_root(config.store_dir),
-                                                 "MTEB_CACHE": results})
+    _check_before_loading(
+        load_options, config, {"--output": output, "--store": store_root(config.store_dir), "MTEB_CACHE": results}
+    )
     fresh = [path for path in (output, store_root(config.store_dir), results) if not path.exists()]
     try:
         with output_lock(output), ExitStack() as stores:
@@ -106,19 +112,42 @@ def _remove_empty_new(folders: list[Path]) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, load_options: LoadOptions,
-              output: Path, results: Path, started: float, stores: ExitStack) -> ValidationRun:
+def _validate(
+    model: str | None,
+    tasks: Sequence[str],
+    config: ValidateConfig,
+    load_options: LoadOptions,
+    output: Path,
+    results: Path,
+    started: float,
+    stores: ExitStack,
+) -> ValidationRun:
     """The validation once its output is locked; each representation store is locked once its key is known
     (after loading: the key holds the weights' fingerprint), so two validations of one model never share one."""
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
     transforms = validation_transforms(expand_auto(config.transform, model, load_options, config.fit_texts), select)
-    fit_texts = None if config.exported_dir else prepare_fit(
-        transforms, config.fit_texts if config.fit_texts is not None else report_fit_source(select),
-        config.representation, model, load_options)
-    options = SourceOptions(load_options, config.pooling, config.representation, config.batch_size,
-                            config.max_length, config.normalize, config.store_dir)
+    fit_texts = (
+        None
+        if config.exported_dir
+        else prepare_fit(
+            transforms,
+            config.fit_texts if config.fit_texts is not None else report_fit_source(select),
+            config.representation,
+            model,
+            load_options,
+        )
+    )
+    options = SourceOptions(
+        load_options,
+        config.pooling,
+        config.representation,
+        config.batch_size,
+        config.max_length,
+        config.normalize,
+        config.store_dir,
+    )
     if config.exported_dir:
         setups = [exported_setup(config.exported_dir, options)]
         if config.layers != "all":
@@ -133,8 +162,11 @@ def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, l
         stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
     _check_report(select, setup)
-    chosen = sorted(setup.slots) if config.exported_dir else parse_layers(
-        config.layers, setup.num_layers, select.selected_layer if select else None)
+    chosen = (
+        sorted(setup.slots)
+        if config.exported_dir
+        else parse_layers(config.layers, setup.num_layers, select.selected_layer if select else None)
+    )
     cache = ResultCache(results)
     with ValidationBars(len(specs) * len(setups), config.progress) as bars:
         runs = []
@@ -145,8 +177,11 @@ def _validate(model: str | None, tasks: Sequence[str], config: ValidateConfig, l
     if len(setups) > 1:
         data = {**data, **by_prompt_document(setups, runs, chosen)}
         data["pair_frontier"] = pair_frontier_section(data["by_prompt"], _costs(setup.facts), chosen, config.choice)
-        data["failures"] = {f"{name} ({one.variant})": failure for one, outcomes in zip(setups, runs)
-                            for name, failure in _failures(outcomes).items()}
+        data["failures"] = {
+            f"{name} ({one.variant})": failure
+            for one, outcomes in zip(setups, runs)
+            for name, failure in _failures(outcomes).items()
+        }
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     report = ValidationReport.from_json({"format": ValidationReport.FORMAT, **data}, str(output / VALIDATION_FILE))
     return ValidationRun(report, output, tuple(_write(report, output, select)))
@@ -161,6 +196,8 @@ def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, out
         check_layer_words(config.layers)
     for option, path in outputs.items():
         check_output_location(path, option)
+
+
 def validation_prompts(value: str | None, select: SelectReport | None) -> tuple[Prompt, ...]:
     """The templates to evaluate, the one whose results lead the document first: `--prompt` (a template or
     names), else the select report's template, else the default. The report's template leads when listed."""
@@ -187,15 +224,20 @@ def by_prompt_document(setups, runs, layers: list[int]) -> dict[str, Any]:
     for one, outcomes in zip(setups, runs):
         means = layer_scores.mean_by_layer({o.spec.name: o.scores for o in outcomes}, layers, one.num_layers)
         table[one.variant] = {
-            "template": one.facts["prompt"]["template"], "pooling": one.facts["pooling"],
-            "transform": one.facts.get("transform"), "mean_by_layer": means,
+            "template": one.facts["prompt"]["template"],
+            "pooling": one.facts["pooling"],
+            "transform": one.facts.get("transform"),
+            "mean_by_layer": means,
             "best_layer": layer_scores.best_layer(means),
-            "tasks": {o.spec.name: [o.scores.get(k) for k in range(one.num_layers + 1)] for o in outcomes}}
-    scored = [(entry["mean_by_layer"][entry["best_layer"]], label, entry["best_layer"])
-              for label, entry in table.items() if entry["best_layer"] is not None]
+            "tasks": {o.spec.name: [o.scores.get(k) for k in range(one.num_layers + 1)] for o in outcomes},
+        }
+    scored = [
+        (entry["mean_by_layer"][entry["best_layer"]], label, entry["best_layer"])
+        for label, entry in table.items()
+        if entry["best_layer"] is not None
+    ]
     best = max(scored) if scored else None
-    return {"by_prompt": table,
-            "best_pair": {"prompt": best[1], "layer": best[2], "score": best[0]} if best else None}
+    return {"by_prompt": table, "best_pair": {"prompt": best[1], "layer": best[2], "score": best[0]} if best else None}
 
 
 def _failures(outcomes: list[TaskOutcome]) -> dict[str, str]:
@@ -207,11 +249,15 @@ LAYER_GRAMMAR = "all, selected, last or comma-separated integers"
 
 
 def parse_layers(layers: str | Sequence[int], num_layers: int, selected: int | None = None) -> list[int]:
-    """'all' -> 0..L; 'selected' -> the select report's layer (`selected`) and the last; 'last' -> L; '3,5' or [3, 5] -> those;
+    """'all' -> 0..L; 'selected' -> the select report's layer (`selected`) and the last; 'last' -> L; '3,5' or [3, 5]
+    -> those;
     words and numbers mix ('selected,4,8'). Checked against 0..L."""
     text = layers if isinstance(layers, str) else ",".join(map(str, layers))
-    words = {"all": lambda: range(num_layers + 1), "last": lambda: [num_layers],
-             "selected": lambda: _selected(selected, num_layers)}
+    words = {
+        "all": lambda: range(num_layers + 1),
+        "last": lambda: [num_layers],
+        "selected": lambda: _selected(selected, num_layers),
+    }
     return parse_layer_list(text, first=0, last=num_layers, words=words, grammar=LAYER_GRAMMAR)
 
 
@@ -276,8 +322,13 @@ def _evaluate(setup: Setup, layer: int, task, cache: ResultCache) -> TaskResult:
     with _quiet_datasets(), single_threaded_blas(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = mteb.evaluate(
-            setup.encoder(layer), task, cache=cache, overwrite_strategy="always", show_progress_bar=False,
-            encode_kwargs={"batch_size": setup.batch_size, "show_progress_bar": False}, co2_tracker=False,
+            setup.encoder(layer),
+            task,
+            cache=cache,
+            overwrite_strategy="always",
+            show_progress_bar=False,
+            encode_kwargs={"batch_size": setup.batch_size, "show_progress_bar": False},
+            co2_tracker=False,
         )
     if result.exceptions:
         raise LayerpickError(result.exceptions[0].exception)
@@ -354,12 +405,20 @@ def _read_report(path: Path | None) -> SelectReport | None:
 
 def _check_report(select: SelectReport | None, setup: Setup) -> None:
     if select is not None and select.num_layers != setup.num_layers:
-        raise LayerpickError(f"the report is for a model with {select.num_layers} layers; "
-                             f"this one has {setup.num_layers}")
+        raise LayerpickError(
+            f"the report is for a model with {select.num_layers} layers; this one has {setup.num_layers}"
+        )
 
 
-def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], layers: list[int],
-              select: SelectReport | None, started: float, choice: ChoiceOptions) -> dict[str, Any]:
+def _document(
+    setup: Setup,
+    specs: list[TaskSpec],
+    outcomes: list[TaskOutcome],
+    layers: list[int],
+    select: SelectReport | None,
+    started: float,
+    choice: ChoiceOptions,
+) -> dict[str, Any]:
     L = setup.num_layers
     scores = {o.spec.name: o.scores for o in outcomes}
     means = layer_scores.mean_by_layer(scores, layers, L)
@@ -371,8 +430,15 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
     data = {
         **facts,
         "layers_evaluated": layers,
-        "tasks": {o.spec.name: {**o.spec.describe(), "main_score_by_layer": [o.scores.get(k) for k in range(L + 1)],
-                                "evaluations_run": o.ran, "evaluations_reused": o.reused} for o in outcomes},
+        "tasks": {
+            o.spec.name: {
+                **o.spec.describe(),
+                "main_score_by_layer": [o.scores.get(k) for k in range(L + 1)],
+                "evaluations_run": o.ran,
+                "evaluations_reused": o.reused,
+            }
+            for o in outcomes
+        },
         "mean_by_layer": means,
         "mean_over": [o.spec.name for o in outcomes if all(k in o.scores for k in layers)],
         "selected_layer": selected,
@@ -380,11 +446,17 @@ def _document(setup: Setup, specs: list[TaskSpec], outcomes: list[TaskOutcome], 
         "best_layer": best,
         "comparison": layer_scores.comparison(means, selected, L, best),
         "frontier": frontier_section(means, _costs(facts), layers, selected, choice),
-        "metric_correlations": layer_scores.metric_correlations(select.scores, select.directions, means) if select else None,
+        "metric_correlations": layer_scores.metric_correlations(select.scores, select.directions, means)
+        if select
+        else None,
         "select_report": {"model": select.model, "rule": select.rule} if select else None,
         "texts_encoded": setup.source.encoded,
-        "timings": {"load_s": load_s, "collect_s": setup.source.collect_seconds,
-                    "evaluate_s": evaluate_s, "total_s": time.perf_counter() - started},
+        "timings": {
+            "load_s": load_s,
+            "collect_s": setup.source.collect_seconds,
+            "evaluate_s": evaluate_s,
+            "total_s": time.perf_counter() - started,
+        },
         "versions": library_versions(),
         "failures": _failures(outcomes),
     }

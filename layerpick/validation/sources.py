@@ -37,7 +37,6 @@ from layerpick.validation.store import RepresentationStore, StoreKey
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class SourceOptions:
     load_options: LoadOptions = LoadOptions()
@@ -77,8 +76,14 @@ class Setup:
 
     def meta(self, layer: int) -> ModelMeta:
         name = f"exported-layer-{layer}" if self.suffix == "exported" else layer
-        return layer_model_meta(self.label, name, self.revision, embed_dim=self.embed_dim,
-                                max_tokens=self.max_tokens, experiment=self.experiment)
+        return layer_model_meta(
+            self.label,
+            name,
+            self.revision,
+            embed_dim=self.embed_dim,
+            max_tokens=self.max_tokens,
+            experiment=self.experiment,
+        )
 
     def encoder(self, layer: int) -> LayerEncoder:
         transform = self.transforms.get(layer) if self.transforms else None
@@ -99,33 +104,66 @@ def model_setups(model: str, options: SourceOptions, prompts: tuple[Prompt, ...]
     return [_prompt_setup(model, loaded, fingerprint, options, prompt, load_s) for prompt in prompts]
 
 
-def _prompt_setup(model: str, loaded, fingerprint: str, options: SourceOptions, prompt: Prompt,
-                  load_s: float) -> Setup:
+def _prompt_setup(model: str, loaded, fingerprint: str, options: SourceOptions, prompt: Prompt, load_s: float) -> Setup:
     from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
     from layerpick.core.models import resolve_max_seq_length  # one rule for validate and export
 
     pooling = check_pooling(options.pooling or default_pooling(loaded.default_pooling, prompt))
     max_length = resolve_max_seq_length(loaded, options.max_length)
     check_room(prompted_tokenizer(loaded.tokenizer, prompt), prompt, max_length)
-    config = CollectConfig(pooling, options.representation, options.batch_size, max_length, progress=False,
-                           prompt=prompt)
+    config = CollectConfig(
+        pooling, options.representation, options.batch_size, max_length, progress=False, prompt=prompt
+    )
     normalize = loaded.pipeline.normalize if options.normalize is None else options.normalize
-    key = StoreKey(model, loaded.path, fingerprint, options.load_options.revision, options.representation, pooling,
-                   max_length, options.load_options.dtype, prompt.template)
+    key = StoreKey(
+        model,
+        loaded.path,
+        fingerprint,
+        options.load_options.revision,
+        options.representation,
+        pooling,
+        max_length,
+        options.load_options.dtype,
+        prompt.template,
+    )
     store = RepresentationStore(store_root(options.store_dir), key)
-    experiment = {"representation": options.representation, "pooling": pooling, "max_length": max_length,
-                  "dtype": options.load_options.dtype, "normalize": normalize}
+    experiment = {
+        "representation": options.representation,
+        "pooling": pooling,
+        "max_length": max_length,
+        "dtype": options.load_options.dtype,
+        "normalize": normalize,
+    }
     if not prompt.is_plain:
         experiment["prompt"] = prompt.template
     num_layers = loaded.num_layers
-    facts = {"model": model, "model_path": loaded.path, "exported_dir": None, "family": loaded.family.name,
-             "device": str(loaded.device), **experiment, "prompt": prompt.to_json(), "num_layers": num_layers,
-             "store": str(store.directory), "notes": list(loaded.notes), "cost": layer_costs(loaded.model).to_json(),
-             "load_s": load_s}
-    return Setup(LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
-                 prompt_label(model_label(model), prompt), options.load_options.revision or fingerprint[:12],
-                 num_layers, {k: k for k in range(num_layers + 1)}, normalize, experiment,
-                 _hidden_size(loaded.model), max_length, facts, batch_size=options.batch_size)
+    facts = {
+        "model": model,
+        "model_path": loaded.path,
+        "exported_dir": None,
+        "family": loaded.family.name,
+        "device": str(loaded.device),
+        **experiment,
+        "prompt": prompt.to_json(),
+        "num_layers": num_layers,
+        "store": str(store.directory),
+        "notes": list(loaded.notes),
+        "cost": layer_costs(loaded.model).to_json(),
+        "load_s": load_s,
+    }
+    return Setup(
+        LayerSource(CollectRepresenter(loaded, config, key), store, chunk_size=_chunk(options)),
+        prompt_label(model_label(model), prompt),
+        options.load_options.revision or fingerprint[:12],
+        num_layers,
+        {k: k for k in range(num_layers + 1)},
+        normalize,
+        experiment,
+        _hidden_size(loaded.model),
+        max_length,
+        facts,
+        batch_size=options.batch_size,
+    )
 
 
 def prompt_label(label: str, prompt: Prompt) -> str:
@@ -152,27 +190,62 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
     load = options.load_options
     device = resolve_device(load.device)
     with loading(path, what="exported model"):
-        model = SentenceTransformer(str(path), device=device, trust_remote_code=load.trust_remote_code,
-                                    model_kwargs={"dtype": DTYPES[load.dtype]})
+        model = SentenceTransformer(
+            str(path),
+            device=device,
+            trust_remote_code=load.trust_remote_code,
+            model_kwargs={"dtype": DTYPES[load.dtype]},
+        )
     fingerprint = weights_fingerprint(model)
     length = _finite_length(model.max_seq_length)  # None: a static table, which takes every token
-    key = StoreKey(str(path.resolve()), str(path.resolve()), fingerprint, None, "sentence-transformers", "own",
-                   length or 0, load.dtype)
+    key = StoreKey(
+        str(path.resolve()),
+        str(path.resolve()),
+        fingerprint,
+        None,
+        "sentence-transformers",
+        "own",
+        length or 0,
+        load.dtype,
+    )
     store = RepresentationStore(store_root(options.store_dir), key)
     layer, num_layers = (info.layer, info.num_layers) if info else (0, 0)
     experiment = {"representation": "sentence-transformers", "dtype": load.dtype}
     origin = info.source if info else {}
-    facts = {"model": origin.get("model") or path.name, "model_path": origin.get("path"),
-             "exported_dir": str(path), "device": str(model.device), **experiment, "pooling": info.pooling if info else None,
-             "max_length": length, "normalize": info.normalize if info else None, "num_layers": num_layers,
-             "exported_layer": layer, "store": str(store.directory), "notes": _export_notes(info),
-             "load_s": time.perf_counter() - began}
-    source = LayerSource(SentenceTransformerRepresenter(model, options.batch_size, key), store,
-                         chunk_size=_chunk(options))
+    facts = {
+        "model": origin.get("model") or path.name,
+        "model_path": origin.get("path"),
+        "exported_dir": str(path),
+        "device": str(model.device),
+        **experiment,
+        "pooling": info.pooling if info else None,
+        "max_length": length,
+        "normalize": info.normalize if info else None,
+        "num_layers": num_layers,
+        "exported_layer": layer,
+        "store": str(store.directory),
+        "notes": _export_notes(info),
+        "load_s": time.perf_counter() - began,
+    }
+    source = LayerSource(
+        SentenceTransformerRepresenter(model, options.batch_size, key), store, chunk_size=_chunk(options)
+    )
     if info is not None and info.static:
         facts["static"] = {key: info.static.get(key) for key in ("pca_dims", "token_pooling", "vocabulary")}
-    return Setup(source, model_label(str(path)), fingerprint[:12], num_layers, {layer: 0}, False, experiment,
-                 _dimension(model), length, facts, suffix="exported", batch_size=options.batch_size)
+    return Setup(
+        source,
+        model_label(str(path)),
+        fingerprint[:12],
+        num_layers,
+        {layer: 0},
+        False,
+        experiment,
+        _dimension(model),
+        length,
+        facts,
+        suffix="exported",
+        batch_size=options.batch_size,
+    )
 
 
 def _finite_length(value) -> int | None:
@@ -190,8 +263,10 @@ def _export_notes(info: ExportMetadata | None) -> list[str]:
     if info is None:
         return [f"no {METADATA_FILE}: the export's scores are listed as layer 0"]
     if isinstance(info.static, dict):
-        return [f"a static table distilled from layer {info.layer} of {info.num_layers}: its scores sit at that "
-                "layer, but it is not that layer's representation (a text is the mean of its tokens' rows)"]
+        return [
+            f"a static table distilled from layer {info.layer} of {info.num_layers}: its scores sit at that "
+            "layer, but it is not that layer's representation (a text is the mean of its tokens' rows)"
+        ]
     return [f"exported layer {info.layer} of {info.num_layers}: its scores sit at that layer"]
 
 

@@ -49,9 +49,14 @@ class TaskSpec:
             return self._make()
 
     def describe(self) -> dict:
-        return {"type": self.type, "main_score_name": self.main_score, "origin": self.origin,
-                "folder": str(self.folder) if self.folder else None, "dataset_revision": self.dataset_revision,
-                "notes": list(self.notes)}
+        return {
+            "type": self.type,
+            "main_score_name": self.main_score,
+            "origin": self.origin,
+            "folder": str(self.folder) if self.folder else None,
+            "dataset_revision": self.dataset_revision,
+            "notes": list(self.notes),
+        }
 
 
 def split_items(text: str) -> list[str]:
@@ -158,8 +163,9 @@ def _mteb_folder_spec(data: FolderData, template: Callable[[], AbsTask]) -> Task
         task.dataset, task.data_loaded = inject.fresh_copy(built), True
         return task
 
-    return TaskSpec(name, probe.metadata.type, probe.metadata.main_score, "mteb+folder", data.path, data.revision,
-                    make, notes)
+    return TaskSpec(
+        name, probe.metadata.type, probe.metadata.main_score, "mteb+folder", data.path, data.revision, make, notes
+    )
 
 
 def _split_notes(task: AbsTask, data: FolderData, splits: list[str]) -> list[str]:
@@ -189,8 +195,16 @@ def _custom_spec(data: FolderData) -> TaskSpec:
         return task
 
     meta = cls.metadata
-    return TaskSpec(meta.name, meta.type, meta.main_score, "folder", data.path, data.revision, make,
-                    [f"custom {data.kind} task (not an MTEB task)"])
+    return TaskSpec(
+        meta.name,
+        meta.type,
+        meta.main_score,
+        "folder",
+        data.path,
+        data.revision,
+        make,
+        [f"custom {data.kind} task (not an MTEB task)"],
+    )
 
 
 def _hub_spec(template: Callable[[], AbsTask]) -> TaskSpec:

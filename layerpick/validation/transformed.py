@@ -16,11 +16,13 @@ from layerpick.core.transform import TransformSpec, fit, fit_set_of
 from layerpick.validation.sources import Setup
 
 
-def transformed_setups(setups: Sequence[Setup], specs: Sequence[TransformSpec],
-                       fit_texts: CalibrationSet | None) -> list[Setup]:
+def transformed_setups(
+    setups: Sequence[Setup], specs: Sequence[TransformSpec], fit_texts: CalibrationSet | None
+) -> list[Setup]:
     """Every template's setup under every transform, template-major; `none` is the setup itself."""
-    return [setup if spec.is_identity else transformed_setup(setup, spec, fit_texts)
-            for setup in setups for spec in specs]
+    return [
+        setup if spec.is_identity else transformed_setup(setup, spec, fit_texts) for setup in setups for spec in specs
+    ]
 
 
 def transformed_setup(setup: Setup, spec: TransformSpec, fit_texts: CalibrationSet) -> Setup:
@@ -34,6 +36,10 @@ def transformed_setup(setup: Setup, spec: TransformSpec, fit_texts: CalibrationS
     described = {**spec.to_json(), "fit": fit_set.to_json(), "output_dim": out_dim}
     tag = f"{spec.label}-{fit_set.sha256[:8]}"
     return dataclasses.replace(
-        setup, label=f"{setup.label}__{tag}", embed_dim=out_dim, transforms=maps,
+        setup,
+        label=f"{setup.label}__{tag}",
+        embed_dim=out_dim,
+        transforms=maps,
         experiment={**setup.experiment, "transform": spec.label, "fit_sha256": fit_set.sha256},
-        facts={**setup.facts, "transform": described})
+        facts={**setup.facts, "transform": described},
+    )

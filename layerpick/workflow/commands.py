@@ -19,15 +19,43 @@ def reproduce_commands(result: RunResult) -> list[str]:
     """`layerpick run ...`, then select, validate (with tasks), export and bench as separate commands."""
     model, out, config = result.model, result.output, result.config
     load = result.load_options.cli_flags()
-    commands = [["layerpick", "run", model, *task_flags(config), *config.choice.flags(), "--output", str(out),
-                 *select_flags(config.select), *_export_flags(config), *_run_bench_flags(config.bench), *load]]
-    commands.append(["layerpick", "select", model, "--output", str(out / "select"), *select_flags(config.select),
-                     *load])
+    commands = [
+        [
+            "layerpick",
+            "run",
+            model,
+            *task_flags(config),
+            *config.choice.flags(),
+            "--output",
+            str(out),
+            *select_flags(config.select),
+            *_export_flags(config),
+            *_run_bench_flags(config.bench),
+            *load,
+        ]
+    ]
+    commands.append(
+        ["layerpick", "select", model, "--output", str(out / "select"), *select_flags(config.select), *load]
+    )
     if config.tasks:
-        commands.append(["layerpick", "validate", model, *task_flags(config), *_representation_flags(config),
-                         *_normalize_flags(config),
-                         "--report", str(out / "select" / REPORT_FILE), "--output", str(out / "validate"),
-                         "--store", str(out / "validate" / "store"), *config.choice.flags(), *load])
+        commands.append(
+            [
+                "layerpick",
+                "validate",
+                model,
+                *task_flags(config),
+                *_representation_flags(config),
+                *_normalize_flags(config),
+                "--report",
+                str(out / "select" / REPORT_FILE),
+                "--output",
+                str(out / "validate"),
+                "--store",
+                str(out / "validate" / "store"),
+                *config.choice.flags(),
+                *load,
+            ]
+        )
     lines = [shlex.join(words) for words in commands] + [result.export.command]
     if result.bench is not None and config.bench is not None:
         lines.append(shlex.join(["layerpick", "bench", str(result.export_dir), *_bench_flags(config.bench)]))
@@ -43,26 +71,35 @@ def task_flags(config: RunConfig) -> list[str]:
 
 def select_flags(select: SelectConfig) -> list[str]:
     default = SelectConfig()
-    pairs = [("--calibration", select.calibration, default.calibration), ("--field", select.field, default.field),
-             ("--limit", select.limit, default.limit), ("--metrics", select.metrics, default.metrics),
-             ("--rule", select.rule, default.rule), ("--tolerance", select.tolerance, default.tolerance),
-             ("--min-speedup", select.min_speedup, default.min_speedup),
-             ("--batch-size", select.collect.batch_size, default.collect.batch_size),
-             ("--max-length", select.collect.max_length, default.collect.max_length),
-             ("--views", select.scoring.views, default.scoring.views),
-             ("--alpha", select.scoring.alpha, default.scoring.alpha),
-             ("--seed", select.scoring.seed, default.scoring.seed),
-             ("--pooling", select.collect.pooling, default.collect.pooling),
-             ("--representation", select.collect.representation, default.collect.representation),
-             ("--prompt", select.prompt, default.prompt)]
+    pairs = [
+        ("--calibration", select.calibration, default.calibration),
+        ("--field", select.field, default.field),
+        ("--limit", select.limit, default.limit),
+        ("--metrics", select.metrics, default.metrics),
+        ("--rule", select.rule, default.rule),
+        ("--tolerance", select.tolerance, default.tolerance),
+        ("--min-speedup", select.min_speedup, default.min_speedup),
+        ("--batch-size", select.collect.batch_size, default.collect.batch_size),
+        ("--max-length", select.collect.max_length, default.collect.max_length),
+        ("--views", select.scoring.views, default.scoring.views),
+        ("--alpha", select.scoring.alpha, default.scoring.alpha),
+        ("--seed", select.scoring.seed, default.scoring.seed),
+        ("--pooling", select.collect.pooling, default.collect.pooling),
+        ("--representation", select.collect.representation, default.collect.representation),
+        ("--prompt", select.prompt, default.prompt),
+    ]
     return _changed(pairs) + (["--include-layer0"] if select.include_layer0 else [])
 
 
 def _representation_flags(config: RunConfig) -> list[str]:
     collect, default = config.select.collect, SelectConfig().collect
-    return _changed([("--pooling", collect.pooling, default.pooling),
-                     ("--representation", collect.representation, default.representation),
-                     ("--prompt", config.select.prompt, None)])
+    return _changed(
+        [
+            ("--pooling", collect.pooling, default.pooling),
+            ("--representation", collect.representation, default.representation),
+            ("--prompt", config.select.prompt, None),
+        ]
+    )
 
 
 def _export_flags(config: RunConfig) -> list[str]:
@@ -78,18 +115,29 @@ def _run_bench_flags(bench: BenchConfig | None) -> list[str]:
     if bench is None:
         return ["--no-bench"]
     default = BenchConfig()
-    flags = _changed([("--bench-batch-sizes", _sizes(bench.batch_sizes), _sizes(default.batch_sizes)),
-                      ("--bench-texts", bench.texts, default.texts), ("--bench-repeats", bench.repeats, default.repeats),
-                      ("--threads", bench.threads, default.threads)])
+    flags = _changed(
+        [
+            ("--bench-batch-sizes", _sizes(bench.batch_sizes), _sizes(default.batch_sizes)),
+            ("--bench-texts", bench.texts, default.texts),
+            ("--bench-repeats", bench.repeats, default.repeats),
+            ("--threads", bench.threads, default.threads),
+        ]
+    )
     return flags + ([] if bench.memory else ["--no-bench-memory"])
 
 
 def _bench_flags(bench: BenchConfig) -> list[str]:
     default = BenchConfig()
-    flags = _changed([("--baseline", bench.baseline, default.baseline),
-                      ("--batch-sizes", _sizes(bench.batch_sizes), _sizes(default.batch_sizes)),
-                      ("--texts", bench.texts, default.texts), ("--repeats", bench.repeats, default.repeats),
-                      ("--device", bench.device, default.device), ("--threads", bench.threads, default.threads)])
+    flags = _changed(
+        [
+            ("--baseline", bench.baseline, default.baseline),
+            ("--batch-sizes", _sizes(bench.batch_sizes), _sizes(default.batch_sizes)),
+            ("--texts", bench.texts, default.texts),
+            ("--repeats", bench.repeats, default.repeats),
+            ("--device", bench.device, default.device),
+            ("--threads", bench.threads, default.threads),
+        ]
+    )
     return flags + ([] if bench.memory else ["--no-memory"])
 
 

@@ -30,8 +30,11 @@ def render_run(result: "RunResult", files: list[Path]) -> None:
     """The lines `layerpick run` prints on stdout once every stage is done."""
     console = Console(highlight=False, soft_wrap=True)  # whole lines, also when piped
     select, layer = result.select, result.export.layer
-    how = select.rule if layer == select.selected_layer and not result.config.choice.validated else (
-        f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
+    how = (
+        select.rule
+        if layer == select.selected_layer and not result.config.choice.validated
+        else (f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
+    )
     prompt = (select.prompt or {}).get("name", "none")
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
     transform = result.export.transform
@@ -40,12 +43,17 @@ def render_run(result: "RunResult", files: list[Path]) -> None:
     comparison = result.validation.comparison if result.validation else None
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]
-        console.print("mean task score: " + ", ".join(
-            f"{name} layer {c['layer']} {c['mean_score']:.4f}" for name, c in chosen if c["mean_score"] is not None))
+        console.print(
+            "mean task score: "
+            + ", ".join(
+                f"{name} layer {c['layer']} {c['mean_score']:.4f}" for name, c in chosen if c["mean_score"] is not None
+            )
+        )
     section = result.validation.frontier if result.validation else None
     if section:
-        console.print(f"frontier (mean task score against ideal speed-up): layers "
-                      f"{', '.join(str(k) for k in section['layers'])}")
+        console.print(
+            f"frontier (mean task score against ideal speed-up): layers {', '.join(str(k) for k in section['layers'])}"
+        )
         if result.config.choice.validated:
             console.print(f"exported {section['reason']}")
     for row in result.bench.rows if result.bench else []:

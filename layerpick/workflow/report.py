@@ -73,20 +73,34 @@ def write_run_report(result: RunResult) -> list[Path]:
 
 
 def build_blocks(result: RunResult) -> list[Block]:
-    return [Heading(f"layerpick run: {result.model}", 1), *_answer(result), *_model(result), *_calibration(result),
-            *_metrics(result), *_rule(result), *_validation(result), *_frontier(result), *_export(result),
-            *_speed(result), *_reproduce(result)]
+    return [
+        Heading(f"layerpick run: {result.model}", 1),
+        *_answer(result),
+        *_model(result),
+        *_calibration(result),
+        *_metrics(result),
+        *_rule(result),
+        *_validation(result),
+        *_frontier(result),
+        *_export(result),
+        *_speed(result),
+        *_reproduce(result),
+    ]
 
 
 def _answer(result: RunResult) -> list[Block]:
     select, k, num = result.select, result.export.layer, result.select.num_layers
     if result.config.choice.validated:
-        lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen from the validation "
-                 f"(`{' '.join(result.config.choice.flags())}`: {result.config.choice.describe()}); the rule "
-                 f"`{select.rule}` picked layer {select.selected_layer} without labels{_prompt_words(select)}."]
+        lines = [
+            f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen from the validation "
+            f"(`{' '.join(result.config.choice.flags())}`: {result.config.choice.describe()}); the rule "
+            f"`{select.rule}` picked layer {select.selected_layer} without labels{_prompt_words(select)}."
+        ]
     else:
-        lines = [f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
-                 f"`{select.rule}` without labels{_prompt_words(select)}."]
+        lines = [
+            f"**Which layer:** layer {k} of {num} (relative depth {k / num:.2f}), chosen by the rule "
+            f"`{select.rule}` without labels{_prompt_words(select)}."
+        ]
     lines[0] = lines[0][:-1] + _transform_words(result.export.transform) + "."
     comparison = result.validation.comparison if result.validation else None
     if comparison:
@@ -94,9 +108,11 @@ def _answer(result: RunResult) -> list[Block]:
         pair = (result.validation.pair_frontier or {}).get("chosen") if result.config.choice.validated else None
         chosen = {"mean_score": pair["score"] if pair else result.validation.mean_by_layer[k]}
         variant = f" ({pair['variant']}; the rest for {_variant_of(result.validation)})" if pair else ""
-        lines.append(f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}{variant}, "
-                     f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
-                     f"{best['layer']} ({_tasks(result.validation)}).")
+        lines.append(
+            f"**How good:** mean main score {_num(chosen['mean_score'])} at layer {k}{variant}, "
+            f"{_num(last['mean_score'])} at the last layer, best {_num(best['mean_score'])} at layer "
+            f"{best['layer']} ({_tasks(result.validation)})."
+        )
     else:
         lines.append("**How good:** not validated (run with `--tasks` to score layers on MTEB tasks).")
     lines.append(_speed_sentence(result))
@@ -120,8 +136,10 @@ def _variant_of(validation: ValidationReport) -> str:
 def _transform_words(transform: dict | None) -> str:
     if not transform:
         return ""
-    return (f"; the export applies a `{transform['name']}` transform after pooling ({transform['output_dim']} "
-            f"dimensions, fitted on {transform['fit']['count']} unlabelled texts of {transform['fit']['source']})")
+    return (
+        f"; the export applies a `{transform['name']}` transform after pooling ({transform['output_dim']} "
+        f"dimensions, fitted on {transform['fit']['count']} unlabelled texts of {transform['fit']['source']})"
+    )
 
 
 def _speed_sentence(result: RunResult) -> str:
@@ -135,13 +153,19 @@ def _speed_sentence(result: RunResult) -> str:
 
 def _model(result: RunResult) -> list[Block]:
     select = result.select
-    rows = [["model", f"`{result.model}`"], ["loaded from", f"`{select.model_path}`"],
-            ["revision", str(select.revision or "default")], ["family", select.family],
-            ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
-            ["representation", select.representation], ["pooling", select.pooling],
-            ["prompt", _prompt_cell(select.prompt)],
-            ["transform", (result.export.transform or {}).get("name") or "none"],
-            ["dtype", select.dtype], ["device", select.device or "not recorded"]]
+    rows = [
+        ["model", f"`{result.model}`"],
+        ["loaded from", f"`{select.model_path}`"],
+        ["revision", str(select.revision or "default")],
+        ["family", select.family],
+        ["layers", f"{select.num_layers} blocks (layer 0 = the embeddings)"],
+        ["representation", select.representation],
+        ["pooling", select.pooling],
+        ["prompt", _prompt_cell(select.prompt)],
+        ["transform", (result.export.transform or {}).get("name") or "none"],
+        ["dtype", select.dtype],
+        ["device", select.device or "not recorded"],
+    ]
     rows += [["note", note] for note in select.notes]
     return [Heading("Model"), Table(["", ""], rows)]
 
@@ -154,10 +178,14 @@ def _prompt_cell(prompt: dict | None) -> str:
 
 def _calibration(result: RunResult) -> list[Block]:
     calibration = result.select.calibration
-    return [Heading("Calibration set"),
-            Text(f"{calibration['count']} texts from {calibration['source']} (sha256 {calibration['sha256'][:16]}), "
-                 f"seed {result.select.seed}, {result.select.views} augmented views per text, max length "
-                 f"{result.select.max_length} tokens.")]
+    return [
+        Heading("Calibration set"),
+        Text(
+            f"{calibration['count']} texts from {calibration['source']} (sha256 {calibration['sha256'][:16]}), "
+            f"seed {result.select.seed}, {result.select.views} augmented views per text, max length "
+            f"{result.select.max_length} tokens."
+        ),
+    ]
 
 
 def _metrics(result: RunResult) -> list[Block]:
@@ -165,23 +193,34 @@ def _metrics(result: RunResult) -> list[Block]:
     names = list(select.scores)
     header = ["layer", *(f"{name} {ARROWS[select.directions[name]]}" for name in names)]
     header += list(COST_HEADER) if select.costs else []
-    rows = [[layer_label(select, k), *(format_score(select.scores[n][k]) for n in names),
-             *layer_cost_cells(select, k)] for k in range(select.num_layers + 1)]
-    return [Heading("Every metric by layer"), Table(header, rows),
-            Text("Arrows: each metric's documented direction. ◀ marks the rule's pick, ◆ the unsupervised "
-                 "frontier. " + (select.cost["model"].capitalize() + "." if select.cost else "")),
-            Image(result.output / "select" / "metrics.png", "metrics against relative depth")]
+    rows = [
+        [layer_label(select, k), *(format_score(select.scores[n][k]) for n in names), *layer_cost_cells(select, k)]
+        for k in range(select.num_layers + 1)
+    ]
+    return [
+        Heading("Every metric by layer"),
+        Table(header, rows),
+        Text(
+            "Arrows: each metric's documented direction. ◀ marks the rule's pick, ◆ the unsupervised "
+            "frontier. " + (select.cost["model"].capitalize() + "." if select.cost else "")
+        ),
+        Image(result.output / "select" / "metrics.png", "metrics against relative depth"),
+    ]
 
 
 def _rule(result: RunResult) -> list[Block]:
     select = result.select
-    blocks = [Heading("Rule and chosen layer"),
-              Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}.")]
+    blocks = [
+        Heading("Rule and chosen layer"),
+        Text(f"Rule `{select.rule}` (tolerance {select.tolerance}): {select.choice}."),
+    ]
     side = side_by_side(select)
     if side:
         header, rows = side
-        blocks += [Text("Every (prompt template, layer) pair, each template from its own pass: the rule's metrics."),
-                   Table(header, rows)]
+        blocks += [
+            Text("Every (prompt template, layer) pair, each template from its own pass: the rule's metrics."),
+            Table(header, rows),
+        ]
     return blocks
 
 
@@ -195,15 +234,25 @@ def _validation(result: RunResult) -> list[Block]:
     for k in data.layers_evaluated:
         tags = ", ".join(key for key, layer in marks.items() if layer == k)
         rows.append([str(k), *(_num(data.task_scores(n)[k]) for n in names), _num(data.mean_by_layer[k]), tags])
-    blocks: list[Block] = [Heading("Validation by layer"),
-                           Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
-                           Table(["layer", *names, "mean", ""], rows)]
+    blocks: list[Block] = [
+        Heading("Validation by layer"),
+        Text("Main score of each task (MTEB's own evaluators) at each evaluated layer."),
+        Table(["layer", *names, "mean", ""], rows),
+    ]
     if data.by_prompt:
         labels = list(data.by_prompt)
         best = data.best_pair or {}
-        rows = [[str(k), *(_num(data.by_prompt[label]["mean_by_layer"][k])
-                           + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
-                           for label in labels)] for k in data.layers_evaluated]
+        rows = [
+            [
+                str(k),
+                *(
+                    _num(data.by_prompt[label]["mean_by_layer"][k])
+                    + (" ◀" if (label, k) == (best.get("prompt"), best.get("layer")) else "")
+                    for label in labels
+                ),
+            ]
+            for k in data.layers_evaluated
+        ]
         blocks += [Text("Mean main score by prompt template (◀ the best pair)."), Table(["layer", *labels], rows)]
     blocks += [Text(f"Failed: {task}: {message}") for task, message in data.failures.items()]
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
@@ -217,25 +266,44 @@ def _frontier(result: RunResult) -> list[Block]:
         header, rows = frontier_table(result.validation.to_json(), measured)
         lines = picks_lines(section)
         exported = result.export.layer
-        lines[-1] = (f"Exported: {section['reason']}." if exported == section.get("chosen_layer")
-                     else f"Exported: layer {exported}.")
-        return [Heading("Quality against speed"),
-                Text("The frontier: the evaluated layers that no other layer beats on both the validated mean "
-                     "score and the ideal speed-up (compute per token against the full model)."),
-                Table(header, rows), *[Text(line) for line in lines],
-                Image(result.output / "validate" / "frontier.png", "mean task score against ideal speed-up")]
+        lines[-1] = (
+            f"Exported: {section['reason']}."
+            if exported == section.get("chosen_layer")
+            else f"Exported: layer {exported}."
+        )
+        return [
+            Heading("Quality against speed"),
+            Text(
+                "The frontier: the evaluated layers that no other layer beats on both the validated mean "
+                "score and the ideal speed-up (compute per token against the full model)."
+            ),
+            Table(header, rows),
+            *[Text(line) for line in lines],
+            Image(result.output / "validate" / "frontier.png", "mean task score against ideal speed-up"),
+        ]
     select = result.select
     if not select.frontier or select.costs is None:
         return []
     costs = select.costs
-    rows = [[str(k), format_score(select.objective[k]),
-             *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]), measured.get(k, "–"),
-             "rule's pick" if k == select.selected_layer else ""] for k in select.frontier]
-    return [Heading("Quality against speed"),
-            Text(f"Without tasks, the frontier of the unsupervised scores: the layers that no other layer beats on "
-                 f"both the rule's objective (`{select.rule}`, rescaled so 1 is its best layer) and the ideal "
-                 "speed-up. Validate them on your tasks (`--tasks ... --layers all`) before exporting a faster one."),
-            Table(["layer", "rule objective", *COST_HEADER, "measured speed-up", ""], rows)]
+    rows = [
+        [
+            str(k),
+            format_score(select.objective[k]),
+            *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]),
+            measured.get(k, "–"),
+            "rule's pick" if k == select.selected_layer else "",
+        ]
+        for k in select.frontier
+    ]
+    return [
+        Heading("Quality against speed"),
+        Text(
+            f"Without tasks, the frontier of the unsupervised scores: the layers that no other layer beats on "
+            f"both the rule's objective (`{select.rule}`, rescaled so 1 is its best layer) and the ideal "
+            "speed-up. Validate them on your tasks (`--tasks ... --layers all`) before exporting a faster one."
+        ),
+        Table(["layer", "rule objective", *COST_HEADER, "measured speed-up", ""], rows),
+    ]
 
 
 def _measured(result: RunResult) -> dict[int, str]:
@@ -250,32 +318,56 @@ def _export(result: RunResult) -> list[Block]:
     export = result.export
     parity = export.parity
     verdict = "passed" if parity["passed"] else "FAILED"
-    return [Heading("Export"), Table(["", ""], [
-        ["location", f"`{result.export_dir}`"],
-        ["layers kept", f"first {export.layer} of {export.num_layers}"],
-        ["parameters", f"{export.parameters['cut']:,} of {export.parameters['full']:,}"],
-        ["weights", f"{export.weights_bytes / 1e6:.1f} MB (safetensors)"],
-        ["parity", f"{verdict}: max abs diff {parity['max_abs_diff']:.2e} over {parity['texts']} texts against "
-                   f"layer {export.layer} of the full model (tolerance {parity['tolerance']:.1e})"],
-    ])]
+    return [
+        Heading("Export"),
+        Table(
+            ["", ""],
+            [
+                ["location", f"`{result.export_dir}`"],
+                ["layers kept", f"first {export.layer} of {export.num_layers}"],
+                ["parameters", f"{export.parameters['cut']:,} of {export.parameters['full']:,}"],
+                ["weights", f"{export.weights_bytes / 1e6:.1f} MB (safetensors)"],
+                [
+                    "parity",
+                    f"{verdict}: max abs diff {parity['max_abs_diff']:.2e} over {parity['texts']} texts against "
+                    f"layer {export.layer} of the full model (tolerance {parity['tolerance']:.1e})",
+                ],
+            ],
+        ),
+    ]
 
 
 def _speed(result: RunResult) -> list[Block]:
     bench = result.bench
     if bench is None:
         return [Heading("Speed"), Text("Not measured (`--no-bench`).")]
-    rows = [[str(row.batch_size), f"{row.exported.texts_per_s:.1f}", f"{row.baseline.texts_per_s:.1f}",
-             _ratio(row.throughput_ratio), _ratio(row.latency_median_ratio), _ratio(row.memory_ratio)]
-            for row in bench.rows]
-    return [Heading("Speed"),
-            Text(f"Side by side in one process, {bench.texts} texts, {bench.repeats} interleaved repeats, "
-                 f"{bench.device}, {bench.threads} threads. Ratios are export / full."),
-            Table(["batch", "export texts/s", "full texts/s", "throughput", "median latency", "peak memory"], rows)]
+    rows = [
+        [
+            str(row.batch_size),
+            f"{row.exported.texts_per_s:.1f}",
+            f"{row.baseline.texts_per_s:.1f}",
+            _ratio(row.throughput_ratio),
+            _ratio(row.latency_median_ratio),
+            _ratio(row.memory_ratio),
+        ]
+        for row in bench.rows
+    ]
+    return [
+        Heading("Speed"),
+        Text(
+            f"Side by side in one process, {bench.texts} texts, {bench.repeats} interleaved repeats, "
+            f"{bench.device}, {bench.threads} threads. Ratios are export / full."
+        ),
+        Table(["batch", "export texts/s", "full texts/s", "throughput", "median latency", "peak memory"], rows),
+    ]
 
 
 def _reproduce(result: RunResult) -> list[Block]:
-    return [Heading("Reproduce"), Text("The whole run, then each stage on its own:"),
-            Code("\n".join(reproduce_commands(result)))]
+    return [
+        Heading("Reproduce"),
+        Text("The whole run, then each stage on its own:"),
+        Code("\n".join(reproduce_commands(result))),
+    ]
 
 
 def to_markdown(blocks: list[Block], base: Path) -> str:
@@ -296,16 +388,20 @@ def to_markdown(blocks: list[Block], base: Path) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
-         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;"
-         "text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f4f4f4;padding:1em;"
-         "overflow-x:auto}img{max-width:100%}code{background:#f4f4f4}")
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;"
+    "text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f4f4f4;padding:1em;"
+    "overflow-x:auto}img{max-width:100%}code{background:#f4f4f4}"
+)
 
 
 def to_html(blocks: list[Block], title: str) -> str:
     body = [_html_block(block) for block in blocks]
-    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(b for b in body if b) + "\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(b for b in body if b) + "\n</body></html>\n"
+    )
 
 
 def _html_block(block: Block) -> str:
@@ -346,7 +442,6 @@ def _num(value: Any) -> str:
 
 def _ratio(value: Any) -> str:
     return number(value, ".2f", "x")
-
 
 
 def _tasks(validation: ValidationReport) -> str:

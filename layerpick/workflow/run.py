@@ -98,8 +98,15 @@ class RunResult:
 Announce = Callable[[str, bool], None]
 
 
-def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptions(), config: RunConfig = RunConfig(),
-                 *, progress: bool = True, announce: Announce | None = None) -> RunResult:
+def run_workflow(
+    model: str,
+    output: Path,
+    load_options: LoadOptions = LoadOptions(),
+    config: RunConfig = RunConfig(),
+    *,
+    progress: bool = True,
+    announce: Announce | None = None,
+) -> RunResult:
     """Select a layer of `model`, validate it (when tasks are given), export it, bench it, into `output`, and
     write the run's report (report.md, report.html) last."""
     output = Path(output)
@@ -110,8 +117,15 @@ def run_workflow(model: str, output: Path, load_options: LoadOptions = LoadOptio
         return _locked_run(model, output, load_options, config, inputs, progress, announce)
 
 
-def _locked_run(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
-                progress: bool, announce: Announce | None) -> RunResult:
+def _locked_run(
+    model: str,
+    output: Path,
+    load_options: LoadOptions,
+    config: RunConfig,
+    inputs: dict[str, Any],
+    progress: bool,
+    announce: Announce | None,
+) -> RunResult:
     from layerpick.workflow.report import write_run_report  # the report module builds on this one
 
     created = [folder for folder in (output, *output.parents) if not folder.exists()]  # innermost first
@@ -131,30 +145,76 @@ def _locked_run(model: str, output: Path, load_options: LoadOptions, config: Run
         raise
 
 
-def _run_stages(model: str, output: Path, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any],
-                ledger: "Ledger", progress: bool, announce: Announce | None) -> RunResult:
+def _run_stages(
+    model: str,
+    output: Path,
+    load_options: LoadOptions,
+    config: RunConfig,
+    inputs: dict[str, Any],
+    ledger: "Ledger",
+    progress: bool,
+    announce: Announce | None,
+) -> RunResult:
     if config.force:
         _clear(output)
     announce = announce or (lambda stage, reused: None)
     keys = stage_keys(model, load_options, config, inputs)
     result = RunResult(model, output, load_options, config, select=None, validation=None, export=None, bench=None)
-    result.select = _stage(ledger, "select", keys, output / "select" / REPORT_FILE, announce,
-                           lambda: _select(model, load_options, config, output, progress), read=read_select_report)
+    result.select = _stage(
+        ledger,
+        "select",
+        keys,
+        output / "select" / REPORT_FILE,
+        announce,
+        lambda: _select(model, load_options, config, output, progress),
+        read=read_select_report,
+    )
     if config.tasks:
-        result.validation = _stage(ledger, "validate", keys, output / "validate" / VALIDATION_FILE, announce,
-                                   lambda: _validate(model, load_options, config, output, progress),
-                                   read=ValidationReport.read)
+        result.validation = _stage(
+            ledger,
+            "validate",
+            keys,
+            output / "validate" / VALIDATION_FILE,
+            announce,
+            lambda: _validate(model, load_options, config, output, progress),
+            read=ValidationReport.read,
+        )
         if result.validation.failures:
             ledger.forget("validate")  # the next run retries the failed tasks (finished pairs are kept)
     layer = exported_layer(config, result.validation)
-    result.export = _stage(ledger, "export", keys, result.export_dir / METADATA_FILE, announce,
-                           lambda: _export(model, load_options, config, output, progress, layer, result.select,
-                                           exported_variant(config, result.validation)), read=ExportMetadata.read)
+    result.export = _stage(
+        ledger,
+        "export",
+        keys,
+        result.export_dir / METADATA_FILE,
+        announce,
+        lambda: _export(
+            model,
+            load_options,
+            config,
+            output,
+            progress,
+            layer,
+            result.select,
+            exported_variant(config, result.validation),
+        ),
+        read=ExportMetadata.read,
+    )
     if config.bench is not None:
-        result.bench = _stage(ledger, "bench", keys, output / BENCH_FILE, announce,
-                              lambda: _bench(config.bench, output, progress), read=BenchResult.read)
-    annotate_export(result.export_dir, validation=validation_summary(result.validation),
-                    speedup=result.bench.speedups() if result.bench else None)
+        result.bench = _stage(
+            ledger,
+            "bench",
+            keys,
+            output / BENCH_FILE,
+            announce,
+            lambda: _bench(config.bench, output, progress),
+            read=BenchResult.read,
+        )
+    annotate_export(
+        result.export_dir,
+        validation=validation_summary(result.validation),
+        speedup=result.bench.speedups() if result.bench else None,
+    )
     result.export = ExportMetadata.read(result.export_dir / METADATA_FILE)
     result.stages = ledger.stages
     return result
@@ -164,14 +224,32 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
     """Each stage's key covers its own inputs and the keys of the stages it builds on. `inputs` (from
     `input_facts`) adds what names alone do not tell: the calibration texts' hash, each task's data revision."""
     base = {"model": inputs["model"], "load": dataclasses.asdict(load_options)}
-    select = _digest({**base, "select": _without_progress(config.select), "calibration": inputs["calibration"],
-                      **({"fit_texts": inputs["fit_texts"]} if inputs.get("fit_texts") else {})})
-    validate = _digest({"select": select, "tasks": inputs["tasks"], "layers": config.layers,
-                        "batch": config.validate_batch_size, "max_length": config.validate_max_length,
-                        "normalize": config.normalize, "choice": dataclasses.asdict(config.choice)})
-    export = _digest({"select": select, "normalize": config.normalize,
-                      "choice": {"validate": validate, **dataclasses.asdict(config.choice)}
-                      if config.choice.validated else None})
+    select = _digest(
+        {
+            **base,
+            "select": _without_progress(config.select),
+            "calibration": inputs["calibration"],
+            **({"fit_texts": inputs["fit_texts"]} if inputs.get("fit_texts") else {}),
+        }
+    )
+    validate = _digest(
+        {
+            "select": select,
+            "tasks": inputs["tasks"],
+            "layers": config.layers,
+            "batch": config.validate_batch_size,
+            "max_length": config.validate_max_length,
+            "normalize": config.normalize,
+            "choice": dataclasses.asdict(config.choice),
+        }
+    )
+    export = _digest(
+        {
+            "select": select,
+            "normalize": config.normalize,
+            "choice": {"validate": validate, **dataclasses.asdict(config.choice)} if config.choice.validated else None,
+        }
+    )
     bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
     return {"select": select, "validate": validate, "export": export, "bench": bench}
 
@@ -201,8 +279,11 @@ class Ledger:
 
     def record(self, stage: str, key: str, seconds: float, reused: bool) -> None:
         earlier = self.previous.get(stage, {}).get("seconds") if reused else None
-        self.stages[stage] = {"key": key, "seconds": round(earlier if earlier is not None else seconds, 3),
-                              "reused": reused}
+        self.stages[stage] = {
+            "key": key,
+            "seconds": round(earlier if earlier is not None else seconds, 3),
+            "reused": reused,
+        }
         self._save()
 
     def forget(self, stage: str) -> None:
@@ -214,8 +295,15 @@ class Ledger:
         write_json_atomic(self.path, RunRecord({**self.previous, **self.stages}).to_json())
 
 
-def _stage(ledger: Ledger, stage: str, keys: dict[str, str], product: Path, announce: Announce,
-           compute: Callable[[], Any], read: Callable[[Path], Any]) -> Any:
+def _stage(
+    ledger: Ledger,
+    stage: str,
+    keys: dict[str, str],
+    product: Path,
+    announce: Announce,
+    compute: Callable[[], Any],
+    read: Callable[[Path], Any],
+) -> Any:
     """Reuse a finished stage's product, or compute it; later stages are invalidated by key, not by time."""
     key = keys[stage]
     reused = ledger.reusable(stage, key, product)
@@ -233,8 +321,9 @@ def _select(model: str, load_options: LoadOptions, config: RunConfig, output: Pa
     return report
 
 
-def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: Path,
-              progress: bool) -> ValidationReport:
+def _validate(
+    model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool
+) -> ValidationReport:
     from layerpick.validation import (  # mteb is heavy: only when validating
         ValidateConfig,
         run_validation,
@@ -242,13 +331,23 @@ def _validate(model: str, load_options: LoadOptions, config: RunConfig, output: 
 
     target = output / "validate"
     settings = ValidateConfig(
-        layers=config.layers, report=output / "select" / REPORT_FILE, output_dir=target,
-        pooling=config.select.collect.pooling, representation=config.select.collect.representation,
-        batch_size=config.validate_batch_size, max_length=config.validate_max_length, normalize=config.normalize,
-        store_dir=target / "store", result_cache=target, task_data=config.task_data, progress=progress,
+        layers=config.layers,
+        report=output / "select" / REPORT_FILE,
+        output_dir=target,
+        pooling=config.select.collect.pooling,
+        representation=config.select.collect.representation,
+        batch_size=config.validate_batch_size,
+        max_length=config.validate_max_length,
+        normalize=config.normalize,
+        store_dir=target / "store",
+        result_cache=target,
+        task_data=config.task_data,
+        progress=progress,
         choice=config.choice,
         prompt=config.select.prompt,  # None: the report's template; several: every template side by side
-        transform=config.select.transform, fit_texts=config.select.fit_texts)  # None: the report's transform
+        transform=config.select.transform,
+        fit_texts=config.select.fit_texts,
+    )  # None: the report's transform
     return run_validation(model, list(config.tasks), settings, load_options=load_options).report
 
 
@@ -273,27 +372,51 @@ def exported_variant(config: RunConfig, validation: ValidationReport | None) -> 
     if not config.choice.validated or not chosen:
         return None
     entry = validation.by_prompt[chosen["variant"]]
-    return {**chosen, "template": entry.get("template"), "pooling": entry.get("pooling"),
-            "transform": (entry.get("transform") or {}).get("name")}
+    return {
+        **chosen,
+        "template": entry.get("template"),
+        "pooling": entry.get("pooling"),
+        "transform": (entry.get("transform") or {}).get("name"),
+    }
 
 
-def _export(model: str, load_options: LoadOptions, config: RunConfig, output: Path, progress: bool,
-            layer: int | None, select: SelectReport, variant: dict[str, Any] | None = None) -> ExportMetadata:
+def _export(
+    model: str,
+    load_options: LoadOptions,
+    config: RunConfig,
+    output: Path,
+    progress: bool,
+    layer: int | None,
+    select: SelectReport,
+    variant: dict[str, Any] | None = None,
+) -> ExportMetadata:
     """The rule's pick from the select report, or the validated `layer` with the report's pooling and
     representation (or the chosen variant's template, pooling and transform)."""
     transform = (select.transform or {}).get("name")
     if layer is None:
-        settings = ExportConfig(normalize=config.normalize, report=output / "select" / REPORT_FILE, overwrite=True,
-                                progress=progress, fit_texts=config.select.fit_texts)
+        settings = ExportConfig(
+            normalize=config.normalize,
+            report=output / "select" / REPORT_FILE,
+            overwrite=True,
+            progress=progress,
+            fit_texts=config.select.fit_texts,
+        )
     else:
         prompt = prompt_from_json(select.prompt)
         pooling = select.pooling
         if variant is not None:
             prompt = prompt_from_json({"template": variant["template"]})
             pooling, transform = variant["pooling"], variant["transform"]
-        settings = ExportConfig(pooling=pooling, representation=select.representation,
-                                normalize=config.normalize, overwrite=True, progress=progress, prompt=prompt,
-                                transform=transform, fit_texts=config.select.fit_texts)
+        settings = ExportConfig(
+            pooling=pooling,
+            representation=select.representation,
+            normalize=config.normalize,
+            overwrite=True,
+            progress=progress,
+            prompt=prompt,
+            transform=transform,
+            fit_texts=config.select.fit_texts,
+        )
     export_model(model, layer, output / "model", settings, load_options=load_options)
     return ExportMetadata.read(output / "model" / METADATA_FILE)
 
@@ -318,12 +441,16 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     select = config.select
     texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
     source = select.fit_texts if select.fit_texts is not None else select.calibration
-    fit = select_fit_texts(parse_transforms(expand_auto(select.transform or DEFAULT_TRANSFORM, model,
-                                                        LoadOptions(), source)), select)
+    fit = select_fit_texts(
+        parse_transforms(expand_auto(select.transform or DEFAULT_TRANSFORM, model, LoadOptions(), source)), select
+    )
     if config.bench is not None:
         config.bench.validate()
-    facts = {"model": str(Path(model).resolve()) if Path(model).exists() else model,
-             "calibration": texts.describe()["sha256"], "tasks": []}
+    facts = {
+        "model": str(Path(model).resolve()) if Path(model).exists() else model,
+        "calibration": texts.describe()["sha256"],
+        "tasks": [],
+    }
     if fit is not None:  # the fit texts' content, not only their file name
         facts["fit_texts"] = fit.describe()["sha256"]
     if config.tasks:
@@ -333,8 +460,9 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         )
 
         check_layer_words(config.layers)
-        facts["tasks"] = [{"name": spec.name, **spec.describe()} for spec in resolve_tasks(list(config.tasks),
-                                                                                          config.task_data)]
+        facts["tasks"] = [
+            {"name": spec.name, **spec.describe()} for spec in resolve_tasks(list(config.tasks), config.task_data)
+        ]
     return facts
 
 
@@ -359,4 +487,3 @@ def _without_progress(select: SelectConfig) -> dict[str, Any]:
 
 def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-

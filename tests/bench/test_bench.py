@@ -196,6 +196,7 @@ def test_ratios_are_computed_from_the_measurements(result):
         assert row.memory_ratio is None and row.exported.peak_memory_bytes is None
 
 
+@pytest.mark.slow
 def test_memory_is_measured_per_model_in_fresh_processes(cut_dir, monkeypatch):
     probes = []
 
@@ -218,15 +219,33 @@ def test_memory_is_measured_per_model_in_fresh_processes(cut_dir, monkeypatch):
 def test_result_is_valid_json(result):
     data = json.loads(json.dumps(result.to_json(), allow_nan=False))
     assert set(data) >= {"exported", "baseline", "rows", "parameter_ratio", "weights_ratio", "memory_method"}
-    assert set(data["rows"][0]) == {"batch_size", "exported", "baseline", "throughput_ratio",
-                                    "latency_median_ratio", "latency_p90_ratio", "memory_ratio"}
+    assert set(data["rows"][0]) == {
+        "batch_size",
+        "exported",
+        "baseline",
+        "throughput_ratio",
+        "latency_median_ratio",
+        "latency_p90_ratio",
+        "memory_ratio",
+    }
 
 
 def test_cli_json_prints_only_the_result(cut_dir):
     from layerpick.cli.app import app
 
-    args = ["bench", str(cut_dir), "--batch-sizes", "2", "--texts", "4", "--repeats", "1", "--no-memory", "--json",
-            "-q"]
+    args = [
+        "bench",
+        str(cut_dir),
+        "--batch-sizes",
+        "2",
+        "--texts",
+        "4",
+        "--repeats",
+        "1",
+        "--no-memory",
+        "--json",
+        "-q",
+    ]
     outcome = CliRunner().invoke(app, args)
     assert outcome.exit_code == 0, outcome.output
     data = json.loads(outcome.stdout)
@@ -237,8 +256,23 @@ def test_cli_baseline_and_threads(cut_dir):
     from layerpick.cli.app import app
 
     before = torch.get_num_threads()
-    args = ["bench", str(cut_dir), "--baseline", str(MINILM), "--threads", "1", "--batch-sizes", "2", "--texts",
-            "2", "--repeats", "1", "--no-memory", "--json", "-q"]
+    args = [
+        "bench",
+        str(cut_dir),
+        "--baseline",
+        str(MINILM),
+        "--threads",
+        "1",
+        "--batch-sizes",
+        "2",
+        "--texts",
+        "2",
+        "--repeats",
+        "1",
+        "--no-memory",
+        "--json",
+        "-q",
+    ]
     outcome = CliRunner().invoke(app, args)
     assert outcome.exit_code == 0, outcome.output
     data = json.loads(outcome.stdout)
@@ -282,15 +316,17 @@ def test_cli_without_baseline_is_one_line_exit_1(tmp_path, cut_dir):
     done = subprocess.run([str(layerpick), "bench", str(bare), "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"layerpick: error: {bare} has no layerpick.json naming its source model: pass --baseline MODEL"]
+        f"layerpick: error: {bare} has no layerpick.json naming its source model: pass --baseline MODEL"
+    ]
 
 
 def test_cli_table_and_bad_batch_sizes(cut_dir):
     from layerpick.cli.app import app
 
     runner = CliRunner()
-    table = runner.invoke(app, ["bench", str(cut_dir), "--batch-sizes", "2", "--texts", "2", "--repeats", "1",
-                                "--no-memory", "-q"])
+    table = runner.invoke(
+        app, ["bench", str(cut_dir), "--batch-sizes", "2", "--texts", "2", "--repeats", "1", "--no-memory", "-q"]
+    )
     assert table.exit_code == 0, table.output
     assert "speed-up" in table.stdout and "export" in table.stdout
     bad = runner.invoke(app, ["bench", str(cut_dir), "--batch-sizes", "1,x"])

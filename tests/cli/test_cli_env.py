@@ -14,17 +14,35 @@ from tests.testkit.tasks import sts_folder
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {
-    "model": "LAYERPICK_MODEL", "--calibration": "LAYERPICK_CALIBRATION", "--field": "LAYERPICK_FIELD",
-    "--limit": "LAYERPICK_LIMIT", "--seed": "LAYERPICK_SEED", "--metrics": "LAYERPICK_METRICS",
-    "--rule": "LAYERPICK_RULE", "--batch-size": "LAYERPICK_BATCH_SIZE", "--max-length": "LAYERPICK_MAX_LENGTH",
-    "--pooling": "LAYERPICK_POOLING", "--representation": "LAYERPICK_REPRESENTATION", "--views": "LAYERPICK_VIEWS",
-    "--revision": "LAYERPICK_REVISION", "--dtype": "LAYERPICK_DTYPE", "--device": "LAYERPICK_DEVICE",
-    "--device-map": "LAYERPICK_DEVICE_MAP", "--max-memory": "LAYERPICK_MAX_MEMORY",
+    "model": "LAYERPICK_MODEL",
+    "--calibration": "LAYERPICK_CALIBRATION",
+    "--field": "LAYERPICK_FIELD",
+    "--limit": "LAYERPICK_LIMIT",
+    "--seed": "LAYERPICK_SEED",
+    "--metrics": "LAYERPICK_METRICS",
+    "--rule": "LAYERPICK_RULE",
+    "--batch-size": "LAYERPICK_BATCH_SIZE",
+    "--max-length": "LAYERPICK_MAX_LENGTH",
+    "--pooling": "LAYERPICK_POOLING",
+    "--representation": "LAYERPICK_REPRESENTATION",
+    "--views": "LAYERPICK_VIEWS",
+    "--revision": "LAYERPICK_REVISION",
+    "--dtype": "LAYERPICK_DTYPE",
+    "--device": "LAYERPICK_DEVICE",
+    "--device-map": "LAYERPICK_DEVICE_MAP",
+    "--max-memory": "LAYERPICK_MAX_MEMORY",
     "--trust-remote-code": "LAYERPICK_TRUST_REMOTE_CODE",
-    "--quiet": "LAYERPICK_QUIET", "--tasks": "LAYERPICK_TASKS", "--task-data": "LAYERPICK_TASK_DATA",
-    "--store": "LAYERPICK_STORE", "--host": "LAYERPICK_HOST", "--port": "LAYERPICK_PORT",
-    "--threads": "LAYERPICK_THREADS", "--min-speedup": "LAYERPICK_MIN_SPEEDUP", "--choose": "LAYERPICK_CHOOSE",
-    "--max-loss": "LAYERPICK_MAX_LOSS", "--prompt": "LAYERPICK_PROMPT",
+    "--quiet": "LAYERPICK_QUIET",
+    "--tasks": "LAYERPICK_TASKS",
+    "--task-data": "LAYERPICK_TASK_DATA",
+    "--store": "LAYERPICK_STORE",
+    "--host": "LAYERPICK_HOST",
+    "--port": "LAYERPICK_PORT",
+    "--threads": "LAYERPICK_THREADS",
+    "--min-speedup": "LAYERPICK_MIN_SPEEDUP",
+    "--choose": "LAYERPICK_CHOOSE",
+    "--max-loss": "LAYERPICK_MAX_LOSS",
+    "--prompt": "LAYERPICK_PROMPT",
 }
 
 
@@ -41,11 +59,22 @@ def test_repeated_options_read_a_variable(command, option, envvar):
 
 
 def test_variables_reach_the_command(tiny_dirs, tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LAYERPICK_MODEL": str(tiny_dirs("llama")),
-           "LAYERPICK_LIMIT": "12", "LAYERPICK_RULE": "min-dime", "LAYERPICK_QUIET": "1",
-           "LAYERPICK_MIN_SPEEDUP": "1.9"}
-    done = subprocess.run([LAYERPICK, "select", "--metrics", "dime", "--output", str(tmp_path / "out"), "--json"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LAYERPICK_MODEL": str(tiny_dirs("llama")),
+        "LAYERPICK_LIMIT": "12",
+        "LAYERPICK_RULE": "min-dime",
+        "LAYERPICK_QUIET": "1",
+        "LAYERPICK_MIN_SPEEDUP": "1.9",
+    }
+    done = subprocess.run(
+        [LAYERPICK, "select", "--metrics", "dime", "--output", str(tmp_path / "out"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["model"] == str(tiny_dirs("llama"))
@@ -56,11 +85,16 @@ def test_variables_reach_the_command(tiny_dirs, tmp_path):
 
 def test_mteb_cache_holds_the_per_layer_results(tiny_dirs, tmp_path, monkeypatch):
     monkeypatch.setenv("MTEB_CACHE", str(tmp_path / "mteb-cache"))
-    result = run_validation(str(tiny_dirs("llama")), [str(sts_folder(tmp_path))], ValidateConfig(layers="1,4", output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False))
+    result = run_validation(
+        str(tiny_dirs("llama")),
+        [str(sts_folder(tmp_path))],
+        ValidateConfig(layers="1,4", output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False),
+    )
     results = Path(result.report.to_json()["results_dir"])
     assert results == tmp_path / "mteb-cache" / "results"
     assert sorted(p.name for p in results.iterdir()) == [
-        f"layerpick__{tiny_dirs('llama').name}__layer-{k}" for k in (1, 4)]
+        f"layerpick__{tiny_dirs('llama').name}__layer-{k}" for k in (1, 4)
+    ]
     assert not (tmp_path / "out" / "results").exists()
 
 
@@ -75,8 +109,22 @@ def test_every_command_help_shows_an_example(command):
 
 def test_output_is_plain_when_not_a_terminal(tiny_dirs, tmp_path):
     """CI logs: no colour or cursor escape codes when stdout and stderr are pipes."""
-    done = subprocess.run([LAYERPICK, "select", str(tiny_dirs("llama")), "--limit", "12", "--metrics", "dime",
-                           "--output", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            LAYERPICK,
+            "select",
+            str(tiny_dirs("llama")),
+            "--limit",
+            "12",
+            "--metrics",
+            "dime",
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "layer" in done.stdout and "forward pass" in done.stderr
     assert "\x1b[" not in done.stdout + done.stderr

@@ -6,6 +6,8 @@ import pytest
 
 from tests.testkit.cli import LAYERPICK, assert_one_line_error
 
+pytestmark = pytest.mark.slow
+
 
 def run(*args):
     return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=300)

@@ -55,181 +55,383 @@ STATIC = "export {random} --layer 2 --output {ws}/cut --format static"  # checke
 ROWS: list[Row] = [
     *model_fault_rows("select", SELECT),
     Row("select", "tolerance-2", "select {random} --tolerance 2", USER, ["--tolerance must be in [0, 1)"]),
-    Row("select", "tolerance-negative", "select {random} --tolerance -0.1", USER,
-        ["--tolerance must be in [0, 1)"]),
+    Row("select", "tolerance-negative", "select {random} --tolerance -0.1", USER, ["--tolerance must be in [0, 1)"]),
     Row("select", "limit-0", "select {random} --limit 0", USER, ["--limit must be at least 1"]),
     Row("select", "views-0", "select {random} --views 0", USER, ["--views must be at least 1"]),
-    Row("select", "lidar-one-view", "select {random} --metrics lidar --views 1", USER,
-        ["lidar needs at least 2 views"]),
+    Row(
+        "select", "lidar-one-view", "select {random} --metrics lidar --views 1", USER, ["lidar needs at least 2 views"]
+    ),
     Row("select", "alpha-0", "select {random} --alpha 0", USER, ["--alpha must be a positive number"]),
     Row("select", "batch-size-0", "select {random} --batch-size 0", USER, ["--batch-size must be at least 1"]),
     Row("select", "max-length-0", "select {random} --max-length 0", USER, ["--max-length must be at least 1"]),
     Row("select", "unknown-pooling", "select {random} --pooling max", USER, ["unknown pooling 'max'"]),
-    Row("select", "unknown-representation", "select {random} --representation hidden", USER,
-        ["unknown representation"]),
+    Row(
+        "select", "unknown-representation", "select {random} --representation hidden", USER, ["unknown representation"]
+    ),
     Row("select", "unknown-metric", "select {random} --metrics dimee", USER, ["dimee", "did you mean"]),
-    Row("select", "unknown-rule", "select {random} --rule min-dimee", USER,
-        ["unknown metric 'dimee'", "did you mean 'dime'"]),
-    Row("select", "too-few-texts", "select {random} --limit 3 --metrics dime", USER,
-        ["need at least 8 calibration texts"]),
-    Row("select", "calibration-missing", "select {random} --calibration {ws}/none.txt", USER,
-        ["calibration file not found"]),
+    Row(
+        "select",
+        "unknown-rule",
+        "select {random} --rule min-dimee",
+        USER,
+        ["unknown metric 'dimee'", "did you mean 'dime'"],
+    ),
+    Row(
+        "select",
+        "too-few-texts",
+        "select {random} --limit 3 --metrics dime",
+        USER,
+        ["need at least 8 calibration texts"],
+    ),
+    Row(
+        "select",
+        "calibration-missing",
+        "select {random} --calibration {ws}/none.txt",
+        USER,
+        ["calibration file not found"],
+    ),
     Row("select", "calibration-empty", "select {random} --calibration {blank}", USER, ["contains no texts"]),
     Row("select", "calibration-not-utf8", "select {random} --calibration {latin1}", USER, ["not valid UTF-8"]),
-    Row("select", "calibration-text-not-a-string", "select {random} --calibration {numtext}", USER,
-        ["layerpick: error: {numtext}: line 1: field 'text' is a number, not a string"]),  # named as calibration
-    Row("select", "output-unwritable", "select {random} --output " + RO + "/out", USER,
-        [f"cannot write --output {RO}/out", "not writable"]),
+    Row(
+        "select",
+        "calibration-text-not-a-string",
+        "select {random} --calibration {numtext}",
+        USER,
+        ["layerpick: error: {numtext}: line 1: field 'text' is a number, not a string"],
+    ),  # named as calibration
+    Row(
+        "select",
+        "output-unwritable",
+        "select {random} --output " + RO + "/out",
+        USER,
+        [f"cannot write --output {RO}/out", "not writable"],
+    ),
     Row("select", "output-is-a-file", "select {random} --output {file}", USER, ["exists and is not a directory"]),
-    Row("select", "output-under-a-file", "select {random} --output {file}/sub", USER,
-        ["is a file, not a directory"]),
+    Row("select", "output-under-a-file", "select {random} --output {file}/sub", USER, ["is a file, not a directory"]),
     Row("select", "tolerance-not-a-number", "select {tiny} --tolerance abc", USAGE, ["--tolerance"]),
-
     *model_fault_rows("collect", COLLECT),
-    Row("collect", "output-not-safetensors", "collect {random} --output {ws}/states.npy", USER,
-        ["must end in .safetensors"]),
-    Row("collect", "output-unwritable", "collect {random} --output " + RO + "/s.safetensors", USER,
-        [f"cannot write --output {RO}/s.safetensors"]),
-    Row("collect", "output-is-a-folder", "collect {random} --output {folder}.safetensors", USER,
-        ["is a directory, not a file"]),
+    Row(
+        "collect",
+        "output-not-safetensors",
+        "collect {random} --output {ws}/states.npy",
+        USER,
+        ["must end in .safetensors"],
+    ),
+    Row(
+        "collect",
+        "output-unwritable",
+        "collect {random} --output " + RO + "/s.safetensors",
+        USER,
+        [f"cannot write --output {RO}/s.safetensors"],
+    ),
+    Row(
+        "collect",
+        "output-is-a-folder",
+        "collect {random} --output {folder}.safetensors",
+        USER,
+        ["is a directory, not a file"],
+    ),
     Row("collect", "batch-size-0", "collect {random} --batch-size 0", USER, ["--batch-size must be at least 1"]),
     Row("collect", "zero-token-text", "collect {zerotok} --calibration {zerowidth} -q", USER, ["has zero tokens"]),
-
     *model_fault_rows("export", EXPORT),
     Row("export", "no-layer-no-report", "export {random} --output {ws}/cut", USER, ["give exactly one of a layer"]),
     Row("export", "no-output", "export {tiny} --layer 2", USAGE, ["--output"]),
     Row("export", "layer-0", "export {random} --layer 0 --output {ws}/cut", USER, ["layer 0 is out of range"]),
     Row("export", "layer-too-deep", "export {tiny} --layer 9 --output {ws}/cut -q", USER, ["out of range"]),
-    Row("export", "max-seq-length-0", "export {random} --layer 2 --max-seq-length 0 --output {ws}/cut", USER,
-        ["--max-seq-length must be at least 1"]),
-    Row("export", "report-missing", "export {random} --report {ws}/none.json --output {ws}/cut", USER,
-        ["report not found"]),
-    Row("export", "report-other-model", "export {random} --report {report} --output {ws}/cut", USER,
-        ["is for model"]),
-    Row("export", "output-exists", "export {random} --layer 2 --output {foreign}", USER,
-        ["holds no earlier layerpick export"]),
-    Row("export", "output-unwritable", "export {random} --layer 2 --output " + RO + "/cut", USER,
-        [f"cannot write --output {RO}/cut"]),
-    Row("export", "output-is-the-source", "export {random} --layer 2 --output {random} --overwrite", USER,
-        ["--output {random} is the model being exported", "cannot replace its own source"]),
-    Row("export", "output-inside-the-source", "export {random} --layer 2 --output {random}/cut", USER,
-        ["is inside the model being exported"]),
-    Row("export", "output-contains-the-source", "export {random} --layer 2 --output {random}/.. --overwrite", USER,
-        ["contains the model being exported"]),
-
+    Row(
+        "export",
+        "max-seq-length-0",
+        "export {random} --layer 2 --max-seq-length 0 --output {ws}/cut",
+        USER,
+        ["--max-seq-length must be at least 1"],
+    ),
+    Row(
+        "export",
+        "report-missing",
+        "export {random} --report {ws}/none.json --output {ws}/cut",
+        USER,
+        ["report not found"],
+    ),
+    Row("export", "report-other-model", "export {random} --report {report} --output {ws}/cut", USER, ["is for model"]),
+    Row(
+        "export",
+        "output-exists",
+        "export {random} --layer 2 --output {foreign}",
+        USER,
+        ["holds no earlier layerpick export"],
+    ),
+    Row(
+        "export",
+        "output-unwritable",
+        "export {random} --layer 2 --output " + RO + "/cut",
+        USER,
+        [f"cannot write --output {RO}/cut"],
+    ),
+    Row(
+        "export",
+        "output-is-the-source",
+        "export {random} --layer 2 --output {random} --overwrite",
+        USER,
+        ["--output {random} is the model being exported", "cannot replace its own source"],
+    ),
+    Row(
+        "export",
+        "output-inside-the-source",
+        "export {random} --layer 2 --output {random}/cut",
+        USER,
+        ["is inside the model being exported"],
+    ),
+    Row(
+        "export",
+        "output-contains-the-source",
+        "export {random} --layer 2 --output {random}/.. --overwrite",
+        USER,
+        ["contains the model being exported"],
+    ),
     *model_fault_rows("validate", VALIDATE),
     Row("validate", "no-tasks", "validate {random}", USAGE, ["give at least one task"]),
     Row("validate", "task-folder-missing", "validate {random} --tasks {ws}/none", USER, ["none"]),
-    Row("validate", "single-label", "validate {random} --tasks {single}", USER,
-        ["a classifier needs at least two labels"]),
-    Row("validate", "layers-word", "validate {random} --tasks {sts} --layers first", USER,
-        ["--layers must be all"]),
-    Row("validate", "batch-size-0", "validate {random} --tasks {sts} --batch-size 0", USER,
-        ["--batch-size must be at least 1"]),
-    Row("validate", "output-unwritable", "validate {random} --tasks {sts} --output " + RO + "/v", USER,
-        [f"cannot write --output {RO}/v"]),
-    Row("validate", "store-unwritable", "validate {random} --tasks {sts} --store " + RO + "/store --output {ws}/v",
-        USER, [f"cannot write --store {RO}/store"]),
-    Row("validate", "exported-missing", "validate --exported {ws}/none --tasks {sts} --output {ws}/v", USER,
-        ["exported directory not found"]),
-    Row("validate", "exported-broken",
-        "validate --exported {brokenexport} --tasks {sts} --output {ws}/v --store {store}", USER,
-        ["model.safetensors is not a safetensors file"]),
-    Row("validate", "sts-scores-all-equal", "validate {random} --tasks {flatsts}", USER,
-        ["{flatsts}/test.jsonl: every row has the score 3", "at least two different scores"]),
-    Row("validate", "qrels-absent-documents", "validate {random} --tasks {nodocs}", USER,
-        ["{nodocs}/qrels.tsv: none of the 4 documents it judges is in corpus.jsonl"]),
-    Row("validate", "qrels-absent-queries", "validate {random} --tasks {noqueries}", USER,
-        ["{noqueries}/qrels.tsv: none of the 4 queries it judges is in queries.jsonl"]),
-    Row("validate", "task-text-not-a-string", "validate {random} --tasks {numtextcls}", USER,
-        ["{numtextcls}/test.jsonl:1: field 'text' is a number, not a string"]),
+    Row(
+        "validate",
+        "single-label",
+        "validate {random} --tasks {single}",
+        USER,
+        ["a classifier needs at least two labels"],
+    ),
+    Row("validate", "layers-word", "validate {random} --tasks {sts} --layers first", USER, ["--layers must be all"]),
+    Row(
+        "validate",
+        "batch-size-0",
+        "validate {random} --tasks {sts} --batch-size 0",
+        USER,
+        ["--batch-size must be at least 1"],
+    ),
+    Row(
+        "validate",
+        "output-unwritable",
+        "validate {random} --tasks {sts} --output " + RO + "/v",
+        USER,
+        [f"cannot write --output {RO}/v"],
+    ),
+    Row(
+        "validate",
+        "store-unwritable",
+        "validate {random} --tasks {sts} --store " + RO + "/store --output {ws}/v",
+        USER,
+        [f"cannot write --store {RO}/store"],
+    ),
+    Row(
+        "validate",
+        "exported-missing",
+        "validate --exported {ws}/none --tasks {sts} --output {ws}/v",
+        USER,
+        ["exported directory not found"],
+    ),
+    Row(
+        "validate",
+        "exported-broken",
+        "validate --exported {brokenexport} --tasks {sts} --output {ws}/v --store {store}",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
+    Row(
+        "validate",
+        "sts-scores-all-equal",
+        "validate {random} --tasks {flatsts}",
+        USER,
+        ["{flatsts}/test.jsonl: every row has the score 3", "at least two different scores"],
+    ),
+    Row(
+        "validate",
+        "qrels-absent-documents",
+        "validate {random} --tasks {nodocs}",
+        USER,
+        ["{nodocs}/qrels.tsv: none of the 4 documents it judges is in corpus.jsonl"],
+    ),
+    Row(
+        "validate",
+        "qrels-absent-queries",
+        "validate {random} --tasks {noqueries}",
+        USER,
+        ["{noqueries}/qrels.tsv: none of the 4 queries it judges is in queries.jsonl"],
+    ),
+    Row(
+        "validate",
+        "task-text-not-a-string",
+        "validate {random} --tasks {numtextcls}",
+        USER,
+        ["{numtextcls}/test.jsonl:1: field 'text' is a number, not a string"],
+    ),
     # a folder whose path holds a comma is taken whole: the run gets past the tasks to the (broken) weights
-    Row("validate", "tasks-path-with-comma",
-        "validate {random} --tasks {commasts} --layers 1 --output {ws}/v --store {store}", USER,
-        ["model.safetensors is not a safetensors file"]),
-    Row("validate", "tasks-path-with-comma-listed",
-        "validate {random} --tasks {sts},{commasts} --layers 1 --output {ws}/v --store {store}", USER,
-        ["model.safetensors is not a safetensors file"]),
-    Row("validate", "tasks-path-with-comma-repeated",
-        "validate {random} --tasks {commasts} --tasks {sts} --layers 1 --output {ws}/v --store {store}", USER,
-        ["model.safetensors is not a safetensors file"]),
-
+    Row(
+        "validate",
+        "tasks-path-with-comma",
+        "validate {random} --tasks {commasts} --layers 1 --output {ws}/v --store {store}",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
+    Row(
+        "validate",
+        "tasks-path-with-comma-listed",
+        "validate {random} --tasks {sts},{commasts} --layers 1 --output {ws}/v --store {store}",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
+    Row(
+        "validate",
+        "tasks-path-with-comma-repeated",
+        "validate {random} --tasks {commasts} --tasks {sts} --layers 1 --output {ws}/v --store {store}",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
     *model_fault_rows("run", RUN),
     Row("run", "tolerance-2", "run {random} --tolerance 2 --output {ws}/r", USER, ["--tolerance must be in [0, 1)"]),
     Row("run", "single-label", "run {random} --tasks {single} --output {ws}/r", USER, ["at least two labels"]),
-    Row("run", "layers-word", "run {random} --tasks {sts} --layers first --output {ws}/r", USER,
-        ["--layers must be"]),
+    Row("run", "layers-word", "run {random} --tasks {sts} --layers first --output {ws}/r", USER, ["--layers must be"]),
     Row("run", "bench-batch-sizes", "run {random} --bench-batch-sizes 0 --output {ws}/r", USAGE, ["batch sizes"]),
     Row("run", "bench-texts-0", "run {random} --bench-texts 0 --output {ws}/r", USER, ["--texts and --repeats"]),
     Row("run", "output-unwritable", "run {random} --output " + RO + "/r", USER, [f"cannot write --output {RO}/r"]),
     Row("run", "output-foreign", "run {random} --output {foreign}", USER, ["holds no earlier layerpick run"]),
     Row("run", "output-is-a-file", "run {random} --output {file}", USER, ["exists and is not a directory"]),
-    Row("run", "sts-scores-all-equal", "run {random} --tasks {flatsts} --output {ws}/r", USER,
-        ["{flatsts}/test.jsonl: every row has the score 3"]),
-    Row("run", "tasks-path-with-comma", "run {random} --tasks {commasts} --output {ws}/r -q", USER,
-        ["model.safetensors is not a safetensors file"]),
-
+    Row(
+        "run",
+        "sts-scores-all-equal",
+        "run {random} --tasks {flatsts} --output {ws}/r",
+        USER,
+        ["{flatsts}/test.jsonl: every row has the score 3"],
+    ),
+    Row(
+        "run",
+        "tasks-path-with-comma",
+        "run {random} --tasks {commasts} --output {ws}/r -q",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
     Row("bench", "not-an-export", "bench {ws}/none", USER, ["not a sentence-transformers directory"]),
     Row("bench", "batch-sizes-0", "bench {export} --batch-sizes 0", USAGE, ["batch sizes must be positive"]),
     Row("bench", "texts-0", "bench {export} --texts 0", USER, ["--texts and --repeats must be at least 1"]),
     Row("bench", "threads-0", "bench {export} --threads 0", USAGE, ["--threads"]),
     Row("bench", "no-cuda", "bench {export} --device cuda", USER, ["CUDA is not available here"]),
-    Row("bench", "broken-export", "bench {brokenexport} --texts 4 --repeats 1 --no-memory", USER,
-        ["model.safetensors is not a safetensors file"]),
-    Row("bench", "static-onnx-backend", "bench {staticexport} --backend onnx --texts 4 --repeats 1 --no-memory",
-        USER, ["is a static export", "bench it with --backend torch"]),
-
+    Row(
+        "bench",
+        "broken-export",
+        "bench {brokenexport} --texts 4 --repeats 1 --no-memory",
+        USER,
+        ["model.safetensors is not a safetensors file"],
+    ),
+    Row(
+        "bench",
+        "static-onnx-backend",
+        "bench {staticexport} --backend onnx --texts 4 --repeats 1 --no-memory",
+        USER,
+        ["is a static export", "bench it with --backend torch"],
+    ),
     Row("serve", "not-an-export", "serve {ws}/none --port 0", USER, ["not a sentence-transformers directory"]),
-    Row("serve", "broken-export", "serve {brokenexport} --port 0", USER,
-        ["model.safetensors is not a safetensors file"]),
+    Row(
+        "serve", "broken-export", "serve {brokenexport} --port 0", USER, ["model.safetensors is not a safetensors file"]
+    ),
     Row("serve", "port-out-of-range", "serve {export} --port 70000", USER, ["--port must be between 0 and 65535"]),
     Row("serve", "port-busy", "serve {brokenexport} --port {busyport}", USER, ["cannot listen on 127.0.0.1:"]),
     Row("serve", "max-inputs-0", "serve {export} --max-inputs 0", USER, ["--max-inputs must be at least 1"]),
     Row("serve", "no-cuda", "serve {export} --device cuda --port 0", USER, ["CUDA is not available here"]),
-
     Row("compare", "report-missing", "compare {ws}/none.json --output {ws}/c", USER, ["none.json"]),
-    Row("compare", "output-unwritable", "compare {report} --output " + RO + "/c", USER,
-        [f"cannot write --output {RO}/c"]),
+    Row(
+        "compare",
+        "output-unwritable",
+        "compare {report} --output " + RO + "/c",
+        USER,
+        [f"cannot write --output {RO}/c"],
+    ),
     Row("compare", "output-not-empty", "compare {report} --output {foreign}", USER, ["not empty"]),
-    Row("compare", "validation-without-scores", "compare {unscored} --output {ws}/c", USER,
-        ["no layer has a mean task score (failed: flat)"]),
-    Row("compare", "validation-without-scores-beside-a-report", "compare {report} {unscored} --output {ws}/c", USER,
-        ["{unscored}: no layer has a mean task score"]),
-
+    Row(
+        "compare",
+        "validation-without-scores",
+        "compare {unscored} --output {ws}/c",
+        USER,
+        ["no layer has a mean task score (failed: flat)"],
+    ),
+    Row(
+        "compare",
+        "validation-without-scores-beside-a-report",
+        "compare {report} {unscored} --output {ws}/c",
+        USER,
+        ["{unscored}: no layer has a mean task score"],
+    ),
     Row("usage", "unknown-command", "frobnicate", USAGE, ["No such command"]),
     Row("usage", "unknown-option", "collect --no-such-option", USAGE, ["No such option"]),
-
     # the transform faults: select, validate, export and run check them before the model's weights are read
     *option_fault_rows("select", SELECT, TRANSFORM_FAULTS),
     *option_fault_rows("validate", VALIDATE, TRANSFORM_FAULTS),
     *option_fault_rows("export", EXPORT, TRANSFORM_FAULTS, skip=("transform-with-raw",)),  # no --representation
-    Row("export", "transform-several", "export {random} --layer 2 --output {ws}/cut --transform none,center", USER,
-        ["--transform takes one transform for an export"]),
+    Row(
+        "export",
+        "transform-several",
+        "export {random} --layer 2 --output {ws}/cut --transform none,center",
+        USER,
+        ["--transform takes one transform for an export"],
+    ),
     *option_fault_rows("run", RUN, TRANSFORM_FAULTS),
-
     # export --format static
-    Row("export", "format-unknown", "export {random} --layer 2 --output {ws}/cut --format tflite", USER,
-        ["unknown format 'tflite'; choose one of sentence-transformers, onnx, static"]),
+    Row(
+        "export",
+        "format-unknown",
+        "export {random} --layer 2 --output {ws}/cut --format tflite",
+        USER,
+        ["unknown format 'tflite'; choose one of sentence-transformers, onnx, static"],
+    ),
     Row("export", "static-dims-0", STATIC + " --static-dims 0", USER, ["--static-dims must be at least 1 (got 0)"]),
-    Row("export", "static-dims-above-hidden-size", STATIC + " --static-dims 64", USER,
-        ["--static-dims 64 is above the model's hidden size (32)"]),
-    Row("export", "static-dims-without-static", "export {random} --layer 2 --output {ws}/cut --static-dims 16", USER,
-        ["--static-dims applies to the static table: add --format static"]),
-    Row("export", "static-with-prompt", STATIC + " --prompt eol", USER,
-        ["--format static cannot carry the prompt template eol", "--prompt none"]),
-    Row("export", "static-with-transform", STATIC + " --transform center", USER,
-        ["--format static cannot carry the transform center"]),
-    Row("export", "static-with-max-seq-length", STATIC + " --max-seq-length 64", USER,
-        ["--max-seq-length does not apply to --format static"]),
+    Row(
+        "export",
+        "static-dims-above-hidden-size",
+        STATIC + " --static-dims 64",
+        USER,
+        ["--static-dims 64 is above the model's hidden size (32)"],
+    ),
+    Row(
+        "export",
+        "static-dims-without-static",
+        "export {random} --layer 2 --output {ws}/cut --static-dims 16",
+        USER,
+        ["--static-dims applies to the static table: add --format static"],
+    ),
+    Row(
+        "export",
+        "static-with-prompt",
+        STATIC + " --prompt eol",
+        USER,
+        ["--format static cannot carry the prompt template eol", "--prompt none"],
+    ),
+    Row(
+        "export",
+        "static-with-transform",
+        STATIC + " --transform center",
+        USER,
+        ["--format static cannot carry the transform center"],
+    ),
+    Row(
+        "export",
+        "static-with-max-seq-length",
+        STATIC + " --max-seq-length 64",
+        USER,
+        ["--max-seq-length does not apply to --format static"],
+    ),
     Row("export", "static-with-quantize", STATIC + " --quantize int8", USER, ["--quantize applies to the ONNX graph"]),
-    Row("export", "static-byte-tokenizer", "export {byt5} --layer 2 --output {ws}/cut --format static -q", USER,
-        ["model2vec cannot distil", "(ByT5Tokenizer) has no fast (Rust) tokenizer"]),
+    Row(
+        "export",
+        "static-byte-tokenizer",
+        "export {byt5} --layer 2 --output {ws}/cut --format static -q",
+        USER,
+        ["model2vec cannot distil", "(ByT5Tokenizer) has no fast (Rust) tokenizer"],
+    ),
 ]
 
 MPS = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-SKIPS = {"no-cuda": (not NO_CUDA, "this machine has CUDA"), "no-mps": (MPS, "this machine has MPS"),
-         "output-unwritable": (not Path("/sys").is_dir(), "no /sys here"),
-         "store-unwritable": (not Path("/sys").is_dir(), "no /sys here")}
+SKIPS = {
+    "no-cuda": (not NO_CUDA, "this machine has CUDA"),
+    "no-mps": (MPS, "this machine has MPS"),
+    "output-unwritable": (not Path("/sys").is_dir(), "no /sys here"),
+    "store-unwritable": (not Path("/sys").is_dir(), "no /sys here"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -309,8 +511,11 @@ def test_the_model_loading_commands_are_every_command_that_loads_a_model():
     """faults.MODEL_LOADING_COMMANDS is the CLI's commands that take a MODEL and the load options."""
     from layerpick.cli import options
 
-    loading = {name for name, command in cli_commands().items()
-               if {"model", *options.LOAD_OPTIONS} <= {parameter.name for parameter in command.params}}
+    loading = {
+        name
+        for name, command in cli_commands().items()
+        if {"model", *options.LOAD_OPTIONS} <= {parameter.name for parameter in command.params}
+    }
     assert loading == set(MODEL_LOADING_COMMANDS)
 
 
@@ -351,8 +556,9 @@ def _collect_raising(monkeypatch, error: BaseException | None, *, swallow: bool 
 
 
 @pytest.mark.parametrize("debug", [False, True])
-@pytest.mark.parametrize("error, code", [(RuntimeError("a bug"), 3), (OSError(30, "Read-only file system"), 1),
-                                         (KeyboardInterrupt(), 130)])
+@pytest.mark.parametrize(
+    "error, code", [(RuntimeError("a bug"), 3), (OSError(30, "Read-only file system"), 1), (KeyboardInterrupt(), 130)]
+)
 def test_exit_codes_hold_with_and_without_debug(error, code, debug, workspace, monkeypatch, capsys, fixtures):
     """LAYERPICK_DEBUG=1 adds the traceback and keeps the documented exit code (it used to turn 3 into 1)."""
     monkeypatch.setenv("LAYERPICK_DEBUG", "1" if debug else "0")
@@ -378,8 +584,10 @@ def test_a_swallowed_interrupt_still_aborts(then, workspace, monkeypatch, capsys
 def test_version_prints_no_warnings_and_imports_nothing_heavy():
     import subprocess
 
-    script = ("import sys; from layerpick.cli.app import run; code = run(['--version']); "
-              "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; sys.exit(code)")
+    script = (
+        "import sys; from layerpick.cli.app import run; code = run(['--version']); "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; sys.exit(code)"
+    )
     done = subprocess.run([sys.executable, "-W", "default", "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith("layerpick ")

@@ -52,17 +52,37 @@ def pipe(lines: list[str]) -> str:
     return f"/dev/fd/{read}"
 
 
+@pytest.mark.slow
 def test_qrels_naming_some_absent_ids_warn_on_stderr_and_the_run_goes_on(tiny, tmp_path):
     folder = retrieval_folder(tmp_path, "partial")
     judged = [(f"q{i}", f"d{(i * 3) % 30}") for i in range(8)] + [("who", "d1"), ("q2", "gone")]
     (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in judged))
-    done = subprocess.run([LAYERPICK, "validate", tiny, "--tasks", str(folder), "--layers", "1", "--output",
-                           str(tmp_path / "v"), "--store", str(tmp_path / "store"), "-q"],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            LAYERPICK,
+            "validate",
+            tiny,
+            "--tasks",
+            str(folder),
+            "--layers",
+            "1",
+            "--output",
+            str(tmp_path / "v"),
+            "--store",
+            str(tmp_path / "store"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     warned = [line for line in done.stderr.splitlines() if "judgements" in line]
-    assert warned == [f"{folder / 'qrels.tsv'}: 2 of 10 judgements name ids not in the folder (1 query not in "
-                      "queries.jsonl, not evaluated; 1 document not in corpus.jsonl, never retrieved)"]
+    assert warned == [
+        f"{folder / 'qrels.tsv'}: 2 of 10 judgements name ids not in the folder (1 query not in "
+        "queries.jsonl, not evaluated; 1 document not in corpus.jsonl, never retrieved)"
+    ]
     assert "error" not in done.stderr
     scores = json.loads((tmp_path / "v" / "validation.json").read_text())["tasks"]["partial"]["main_score_by_layer"]
     assert isinstance(scores[1], float)
@@ -72,8 +92,22 @@ def test_calibration_from_a_pipe_is_read_once_and_used_for_texts_and_fit(tiny, t
     """`select --calibration <(cmd)` was refused as 'not found'; the fit set is drawn from the same stream."""
     texts = [f"a piped calibration text number {i} about topic {i % 5}" for i in range(24)]
     name = pipe(texts)
-    code, _, err = run_cli(["select", tiny, "--calibration", name, "--transform", "whiten-4", "--metrics", "dime",
-                            "--output", tmp_path / "s", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "select",
+            tiny,
+            "--calibration",
+            name,
+            "--transform",
+            "whiten-4",
+            "--metrics",
+            "dime",
+            "--output",
+            tmp_path / "s",
+            "-q",
+        ],
+        capsys,
+    )
     os.close(int(name.rsplit("/", 1)[1]))
     assert code == 0, err
     report = json.loads((tmp_path / "s" / "report.json").read_text())
@@ -86,8 +120,25 @@ def test_run_hashes_and_selects_from_one_read_of_a_pipe(tiny, tmp_path, capsys):
     """`run` hashes the calibration texts for its stage keys, then the select stage loads them again."""
     texts = [f"a piped run text number {i} about topic {i % 5}" for i in range(16)]
     name = pipe(texts)
-    code, _, err = run_cli(["run", tiny, "--calibration", name, "--limit", "12", "--metrics", "dime", "--transform",
-                            "none", "--no-bench", "--output", tmp_path / "r", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "run",
+            tiny,
+            "--calibration",
+            name,
+            "--limit",
+            "12",
+            "--metrics",
+            "dime",
+            "--transform",
+            "none",
+            "--no-bench",
+            "--output",
+            tmp_path / "r",
+            "-q",
+        ],
+        capsys,
+    )
     os.close(int(name.rsplit("/", 1)[1]))
     assert code == 0, err
     report = json.loads(next(Path(tmp_path / "r").rglob("report.json")).read_text())
@@ -97,8 +148,22 @@ def test_run_hashes_and_selects_from_one_read_of_a_pipe(tiny, tmp_path, capsys):
 def test_bench_rows_are_labelled_with_the_batch_size_timed(export, capsys, caplog):
     """`bench --texts 4 --batch-sizes 1,8,16`: the batches held at most 4 texts, so the rows are 1 and 4."""
     with caplog.at_level(logging.WARNING, logger="layerpick.bench.run"):
-        code, out, err = run_cli(["bench", export, "--texts", "4", "--batch-sizes", "1,8,16", "--repeats", "1",
-                                  "--no-memory", "--json", "-q"], capsys)
+        code, out, err = run_cli(
+            [
+                "bench",
+                export,
+                "--texts",
+                "4",
+                "--batch-sizes",
+                "1,8,16",
+                "--repeats",
+                "1",
+                "--no-memory",
+                "--json",
+                "-q",
+            ],
+            capsys,
+        )
     assert code == 0, err
     data = json.loads(out)
     assert [row["batch_size"] for row in data["rows"]] == [1, 4]
@@ -109,9 +174,27 @@ def test_bench_rows_are_labelled_with_the_batch_size_timed(export, capsys, caplo
 
 def test_run_bench_texts_cap_the_batch(tiny, tmp_path, capsys):
     """`run --bench-texts 4` with the default batch sizes 1,32: bench.json and the summary say batch 4."""
-    code, out, err = run_cli(["run", tiny, "--bench-texts", "4", "--bench-repeats", "1", "--no-bench-memory",
-                              "--limit", "12", "--metrics", "dime", "--transform", "none", "--output", tmp_path / "r",
-                              "-q"], capsys)
+    code, out, err = run_cli(
+        [
+            "run",
+            tiny,
+            "--bench-texts",
+            "4",
+            "--bench-repeats",
+            "1",
+            "--no-bench-memory",
+            "--limit",
+            "12",
+            "--metrics",
+            "dime",
+            "--transform",
+            "none",
+            "--output",
+            tmp_path / "r",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     bench = json.loads(next(Path(tmp_path / "r").rglob("bench.json")).read_text())
     assert [row["batch_size"] for row in bench["rows"]] == [1, 4]

@@ -24,6 +24,8 @@ from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import LEDGER, RunConfig, run_workflow
 from tests.testkit.tasks import sts_folder
 
+pytestmark = pytest.mark.slow
+
 # The entry point with one hook: `layerpick.cli.app.<hook>` is replaced by a function that writes MARKER (then
 # does the original's work, or sleeps as a long job would), so the test knows when to send SIGINT.
 LAUNCHER = """
@@ -52,8 +54,13 @@ app.main()
 
 def launch(tmp_path: Path, hook: str, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     marker = tmp_path / f"marker-{hook}"
-    process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(marker), hook, *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(marker), hook, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         assert process.poll() is None, process.communicate()

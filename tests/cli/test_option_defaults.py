@@ -77,17 +77,45 @@ Mapping = dict[str, tuple[Any, str, Callable[[Any, Any], bool]]]
 
 def fields(config: Any, *names: str, check=same, **paths: str) -> Mapping:
     """parameter -> (config, field path, check): `names` are fields of the parameter's name, `paths` others."""
-    return {**{name: (config, name, check) for name in names},
-            **{name: (config, path, check) for name, path in paths.items()}}
+    return {
+        **{name: (config, name, check) for name in names},
+        **{name: (config, path, check) for name, path in paths.items()},
+    }
 
 
-LOAD = fields(LoadOptions, "revision", "dtype", "device", "device_map", "max_memory", "trust_remote_code",
-              "allow_pickle", "gguf_file")
+LOAD = fields(
+    LoadOptions,
+    "revision",
+    "dtype",
+    "device",
+    "device_map",
+    "max_memory",
+    "trust_remote_code",
+    "allow_pickle",
+    "gguf_file",
+)
 SELECT = {
-    **fields(SelectConfig, "calibration", "field", "limit", "metrics", "rule", "tolerance", "min_speedup",
-             "include_layer0", "prompt", "transform", "fit_texts", representation="collect.representation",
-             pooling="collect.pooling", batch_size="collect.batch_size", max_length="collect.max_length",
-             views="scoring.views", alpha="scoring.alpha", seed="scoring.seed"),
+    **fields(
+        SelectConfig,
+        "calibration",
+        "field",
+        "limit",
+        "metrics",
+        "rule",
+        "tolerance",
+        "min_speedup",
+        "include_layer0",
+        "prompt",
+        "transform",
+        "fit_texts",
+        representation="collect.representation",
+        pooling="collect.pooling",
+        batch_size="collect.batch_size",
+        max_length="collect.max_length",
+        views="scoring.views",
+        alpha="scoring.alpha",
+        seed="scoring.seed",
+    ),
     "quiet": (SelectConfig, "collect.progress", progress),
 }
 
@@ -97,33 +125,76 @@ MAPPED: dict[str, Mapping] = {
     "collect": {
         **fields(CollectConfig, "pooling", "representation", "batch_size", "max_length"),
         **fields(collect_layers, "calibration", "field", "limit", "seed", "prompt", "output"),
-        "quiet": (CollectConfig, "progress", progress), **LOAD,
+        "quiet": (CollectConfig, "progress", progress),
+        **LOAD,
     },
     "validate": {
-        **fields(ValidateConfig, "layers", "report", "normalize", "pooling", "prompt", "transform", "fit_texts",
-                 "representation", "batch_size", "max_length", output="output_dir", exported="exported_dir",
-                 store="store_dir"),
-        "task_data": (ValidateConfig, "task_data", empty_list), "quiet": (ValidateConfig, "progress", progress),
+        **fields(
+            ValidateConfig,
+            "layers",
+            "report",
+            "normalize",
+            "pooling",
+            "prompt",
+            "transform",
+            "fit_texts",
+            "representation",
+            "batch_size",
+            "max_length",
+            output="output_dir",
+            exported="exported_dir",
+            store="store_dir",
+        ),
+        "task_data": (ValidateConfig, "task_data", empty_list),
+        "quiet": (ValidateConfig, "progress", progress),
         **LOAD,
     },
     "export": {
-        **fields(ExportConfig, "report", "pooling", "prompt", "transform", "fit_texts", "normalize", "max_seq_length",
-                 "overwrite", "format", "static_dims", "quantize"),
-        "quiet": (ExportConfig, "progress", progress), **LOAD,
+        **fields(
+            ExportConfig,
+            "report",
+            "pooling",
+            "prompt",
+            "transform",
+            "fit_texts",
+            "normalize",
+            "max_seq_length",
+            "overwrite",
+            "format",
+            "static_dims",
+            "quantize",
+        ),
+        "quiet": (ExportConfig, "progress", progress),
+        **LOAD,
     },
     "bench": {
         **fields(BenchConfig, "baseline", "texts", "repeats", "memory", "device", "threads", "backend"),
         "batch_sizes": (BenchConfig, "batch_sizes", sizes),
     },
-    "serve": fields(ServeConfig, "host", "port", "max_inputs", "max_chars", "batch_size", "max_wait_ms", "device",
-                    "model_name", "strict_model", "threads", "backend"),
+    "serve": fields(
+        ServeConfig,
+        "host",
+        "port",
+        "max_inputs",
+        "max_chars",
+        "batch_size",
+        "max_wait_ms",
+        "device",
+        "model_name",
+        "strict_model",
+        "threads",
+        "backend",
+    ),
     "compare": fields(compare_reports, "overwrite"),
     "run": {
-        **SELECT, **LOAD,
+        **SELECT,
+        **LOAD,
         **fields(RunConfig, "force", "normalize"),
         **fields(BenchConfig, "threads", bench_texts="texts", bench_repeats="repeats", bench_memory="memory"),
-        "tasks": (RunConfig, "tasks", empty_list), "task_data": (RunConfig, "task_data", empty_list),
-        "bench": (RunConfig, "bench", bench_on), "bench_batch_sizes": (BenchConfig, "batch_sizes", sizes),
+        "tasks": (RunConfig, "tasks", empty_list),
+        "task_data": (RunConfig, "task_data", empty_list),
+        "bench": (RunConfig, "bench", bench_on),
+        "bench_batch_sizes": (BenchConfig, "batch_sizes", sizes),
     },
     "models": {},
 }
@@ -153,19 +224,22 @@ def test_every_parameter_of_every_command_is_sorted():
         parameters = {parameter.name for parameter in command.params}
         mapped, other = set(MAPPED[name]), NOT_MAPPED[name]
         assert not mapped & other, f"{name}: {mapped & other}"
-        assert parameters == mapped | other, (f"{name}: unsorted {sorted(parameters - mapped - other)}, "
-                                              f"gone {sorted((mapped | other) - parameters)}")
+        assert parameters == mapped | other, (
+            f"{name}: unsorted {sorted(parameters - mapped - other)}, gone {sorted((mapped | other) - parameters)}"
+        )
 
 
-@pytest.mark.parametrize("command, parameter", [(command, parameter) for command, mapping in MAPPED.items()
-                                                for parameter in mapping])
+@pytest.mark.parametrize(
+    "command, parameter", [(command, parameter) for command, mapping in MAPPED.items() for parameter in mapping]
+)
 def test_each_option_has_its_config_fields_default(command, parameter):
     config, path, check = MAPPED[command][parameter]
     [option] = [p for p in commands()[command].params if p.name == parameter]
     expected = field_default(config, path)
     assert check(option.default, expected), (
         f"layerpick {command} {option.opts[0]} defaults to {option.default!r}; "
-        f"{getattr(config, '__name__', config)}.{path} to {expected!r}")
+        f"{getattr(config, '__name__', config)}.{path} to {expected!r}"
+    )
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])
@@ -204,9 +278,16 @@ def captured(monkeypatch):
         serve_cmd,
     )
 
-    for module, name in ((select_cmd, "select_and_write"), (collect_cmd, "collect_layers"),
-                         (export_cmd, "export_model"), (bench_cmd, "run_bench"), (serve_cmd, "run_server"),
-                         (compare_cmd, "compare_reports"), (run_cmd, "run_workflow"), (validation, "run_validation")):
+    for module, name in (
+        (select_cmd, "select_and_write"),
+        (collect_cmd, "collect_layers"),
+        (export_cmd, "export_model"),
+        (bench_cmd, "run_bench"),
+        (serve_cmd, "run_server"),
+        (compare_cmd, "compare_reports"),
+        (run_cmd, "run_workflow"),
+        (validation, "run_validation"),
+    ):
         monkeypatch.setattr(module, name, stand_in)
 
     def run(*args: str) -> dict[str, Any]:
@@ -229,8 +310,11 @@ def test_select_hands_over_the_default_configs(captured):
 def test_collect_hands_over_collect_layers_defaults(captured):
     seen = captured("collect", "a-model")
     assert seen["args"] == ("a-model", LoadOptions())
-    defaults = {name: parameter.default for name, parameter in inspect.signature(collect_layers).parameters.items()
-                if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(collect_layers).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
     assert seen["kwargs"] == defaults
 
 

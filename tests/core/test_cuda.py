@@ -19,8 +19,7 @@ from layerpick.export.config import ExportConfig
 from layerpick.export.job import PARITY_TOLERANCE, export_model
 from tests.testkit.tiny import TEXTS
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
 
 CPU = LoadOptions(device="cpu")
 CONFIG = CollectConfig(progress=False, batch_size=2)
@@ -46,8 +45,9 @@ def test_collect_on_cuda_matches_the_cpu(tiny_dirs, family, dtype):
 
 def test_export_on_cuda_reloads_on_the_cpu(tiny_dirs, tmp_path):
     source = str(tiny_dirs("llama"))
-    result = export_model(source, 3, tmp_path / "gpu", ExportConfig(progress=False),
-                          load_options=LoadOptions(device="cuda"))
+    result = export_model(
+        source, 3, tmp_path / "gpu", ExportConfig(progress=False), load_options=LoadOptions(device="cuda")
+    )
     assert json.loads((tmp_path / "gpu" / "layerpick.json").read_text())["device"].startswith("cuda")
     vectors = SentenceTransformer(str(result.output), device="cpu").encode(TEXTS, convert_to_tensor=True)
     assert relative_diff(vectors, pooled(source, CPU)[3]) <= FLOAT32_GPU_TOLERANCE

@@ -20,8 +20,12 @@ def test_the_first_two_views_do_not_depend_on_how_many_are_made():
 def test_infonce_and_the_default_pick_are_the_same_with_two_views_as_with_four():
     loaded = make_loaded("llama")
     texts = load_calibration(limit=24).texts
-    scores = {views: score_layers(loaded, texts, [get_metric("infonce")], CollectConfig(progress=False),
-                                  ScoringConfig(views=views)).scores for views in (DEFAULT_VIEWS, 4)}
+    scores = {
+        views: score_layers(
+            loaded, texts, [get_metric("infonce")], CollectConfig(progress=False), ScoringConfig(views=views)
+        ).scores
+        for views in (DEFAULT_VIEWS, 4)
+    }
     assert DEFAULT_VIEWS == 2
     assert scores[2]["infonce"] == pytest.approx(scores[4]["infonce"], abs=1e-5)
     rule = parse_rule(DEFAULT_RULE)

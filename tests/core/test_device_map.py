@@ -52,19 +52,36 @@ def test_split_model_exports_the_same_vectors(tiny_dirs, tmp_path):
     whole = export_model(directory, 3, tmp_path / "whole", ExportConfig(progress=False), load_options=UNSPLIT)
     parted = export_model(directory, 3, tmp_path / "parted", ExportConfig(progress=False), load_options=options)
     assert parted.parity_max_abs_diff <= 1e-6
-    vectors = [SentenceTransformer(str(result.output), device="cpu").encode(TEXTS, convert_to_tensor=True)
-               for result in (whole, parted)]
+    vectors = [
+        SentenceTransformer(str(result.output), device="cpu").encode(TEXTS, convert_to_tensor=True)
+        for result in (whole, parted)
+    ]
     assert (vectors[0] - vectors[1]).abs().max().item() <= 1e-6
     card = json.loads((tmp_path / "parted" / "layerpick.json").read_text())
     assert f"--device-map auto --max-memory {options.max_memory}" in card["command"]
 
 
+@pytest.mark.slow
 def test_cli_takes_max_memory(tiny_dirs, tmp_path):
     directory = str(tiny_dirs("llama"))
     options = split_options(directory)
-    done = subprocess.run([LAYERPICK, "collect", directory, "--calibration", str(write_texts(tmp_path)),
-                           "--device-map", "auto", "--max-memory", options.max_memory, "--quiet"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            LAYERPICK,
+            "collect",
+            directory,
+            "--calibration",
+            str(write_texts(tmp_path)),
+            "--device-map",
+            "auto",
+            "--max-memory",
+            options.max_memory,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -74,19 +91,28 @@ def write_texts(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--max-memory", "cpu=1GiB"], "--max-memory applies to a model spread over devices: add --device-map auto"),
-    (["--device-map", "auto", "--max-memory", "gpu=1GiB"], "write DEVICE=SIZE pairs"),
-    (["--device-map", "auto", "--max-memory", "cpu=lots"], "write DEVICE=SIZE pairs"),
-])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--max-memory", "cpu=1GiB"], "--max-memory applies to a model spread over devices: add --device-map auto"),
+        (["--device-map", "auto", "--max-memory", "gpu=1GiB"], "write DEVICE=SIZE pairs"),
+        (["--device-map", "auto", "--max-memory", "cpu=lots"], "write DEVICE=SIZE pairs"),
+    ],
+)
 def test_bad_max_memory_is_one_line(tiny_dirs, flags, message):
-    done = subprocess.run([LAYERPICK, "collect", str(tiny_dirs("llama")), *flags, "--quiet"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [LAYERPICK, "collect", str(tiny_dirs("llama")), *flags, "--quiet"], capture_output=True, text=True, timeout=300
+    )
     assert_one_line_error(done, message)
 
 
 def test_max_memory_parses_as_accelerate_takes_it():
     assert parse_max_memory("0=20GiB, 1=500MB,cpu=64GiB,disk=2000") == {
-        0: 20 * 2**30, 1: 500 * 10**6, "cpu": 64 * 2**30, "disk": 2000}
+        0: 20 * 2**30,
+        1: 500 * 10**6,
+        "cpu": 64 * 2**30,
+        "disk": 2000,
+    }
     with pytest.raises(LayerpickError, match="--max-memory is empty"):
         parse_max_memory(" , ")

@@ -111,7 +111,7 @@ def _prompted_ids(tokenizer, prompt, text):
     bare = tokenizer(text, add_special_tokens=False)["input_ids"]
     start = next(i for i in range(len(plain)) if plain[i : i + len(bare)] == bare)
     prefix, suffix = template_ids(tokenizer, prompt)
-    return plain[:start] + prefix + bare + suffix + plain[start + len(bare):]
+    return plain[:start] + prefix + bare + suffix + plain[start + len(bare) :]
 
 
 @pytest.mark.parametrize("family", FAMILIES)

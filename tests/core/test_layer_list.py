@@ -26,8 +26,10 @@ def test_a_word_raises_its_own_error():
         parse_layer_list("selected,2", first=0, last=4, words={"selected": needs_report})
 
 
-@pytest.mark.parametrize(("text", "message"), [("2,two", "--layers must be 2 or 6 \\(got 'two'\\)"),
-                                               (" , ", "--layers must be 2 or 6 \\(got ' , '\\)")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("2,two", "--layers must be 2 or 6 \\(got 'two'\\)"), (" , ", "--layers must be 2 or 6 \\(got ' , '\\)")],
+)
 def test_bad_syntax_is_the_stage_s_error_naming_its_grammar(text, message):
     with pytest.raises(StageError, match=message):
         parse_layer_list(text, first=1, last=6, grammar="2 or 6", error=StageError)

@@ -67,8 +67,10 @@ def online(monkeypatch):
 def test_offline_a_hub_id_missing_from_the_cache_is_one_line_with_a_suggestion(hub_cache):
     with pytest.raises(ModelNotFoundError) as error:
         hub.resolve_hub_id("minilm/l6", aliases=ALIASES)
-    assert str(error.value) == ("hub id 'minilm/l6' is not in the local Hugging Face cache, and HF_HUB_OFFLINE is "
-                                "set (did you mean 'minilm-l6'?)")
+    assert str(error.value) == (
+        "hub id 'minilm/l6' is not in the local Hugging Face cache, and HF_HUB_OFFLINE is "
+        "set (did you mean 'minilm-l6'?)"
+    )
 
 
 def test_offline_a_cached_hub_id_loads_from_the_cache(hub_cache):
@@ -94,8 +96,11 @@ def test_online_a_repository_the_hub_does_not_have_is_refused_at_once(hub_cache,
 
 def test_an_unreachable_hub_falls_back_to_the_cache_or_says_why(hub_cache, online):
     online(ConnectionError("[Errno -2] Name or service not known"))
-    with pytest.raises(ModelNotFoundError, match=r"cannot reach the Hugging Face hub for 'org/model' "
-                                                 r"\(\[Errno -2\] Name or service not known\)"):
+    with pytest.raises(
+        ModelNotFoundError,
+        match=r"cannot reach the Hugging Face hub for 'org/model' "
+        r"\(\[Errno -2\] Name or service not known\)",
+    ):
         hub.resolve_hub_id("org/model")
     hub_cache("org/model")
     assert hub.resolve_hub_id("org/model").local_only
@@ -111,8 +116,13 @@ def test_the_cli_refuses_a_hub_typo_in_one_line_without_retry_noise(tmp_path):
     """No HF_HUB_OFFLINE: where the hub cannot be reached (this sandbox) or answers 404 (online), one line."""
     env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env["HF_HUB_CACHE"] = str(tmp_path / "empty-cache")
-    done = subprocess.run([sys.executable, "-c", "from layerpick.cli.app import main; main()", "collect", "minilm/l6",
-                           "-q"], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", "from layerpick.cli.app import main; main()", "collect", "minilm/l6", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("layerpick: error: ") and "did you mean 'minilm-l6'" in lines[0]
@@ -125,8 +135,13 @@ def test_the_cli_refuses_a_hub_typo_in_one_line_without_retry_noise(tmp_path):
 def test_safetensors_problems_are_told_apart(tiny_dirs, tmp_path):
     weights = (Path(tiny_dirs("llama")) / "model.safetensors").read_bytes()
     header = 8 + int.from_bytes(weights[:8], "little")
-    cases = {"in-header": weights[: header // 2], "in-data": weights[:-10], "random": os.urandom(100), "empty": b"",
-             "fine": weights}
+    cases = {
+        "in-header": weights[: header // 2],
+        "in-data": weights[:-10],
+        "random": os.urandom(100),
+        "empty": b"",
+        "fine": weights,
+    }
     found = {}
     for name, data in cases.items():
         (tmp_path / f"{name}.safetensors").write_bytes(data)
@@ -151,9 +166,14 @@ def test_gguf_and_json_problems(tmp_path):
 # ---------------------------------------------------------------------------------------------- output locations
 
 
-@pytest.mark.parametrize("code, words", [(errno.EROFS, "is on a read-only file system"),
-                                         (errno.EACCES, "is not writable (permission denied)"),
-                                         (errno.ENOSPC, "is on a full disk")])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (errno.EROFS, "is on a read-only file system"),
+        (errno.EACCES, "is not writable (permission denied)"),
+        (errno.ENOSPC, "is on a full disk"),
+    ],
+)
 def test_an_output_that_cannot_be_written_names_the_users_path(code, words, tmp_path, monkeypatch):
     import tempfile
 

@@ -49,12 +49,15 @@ def test_literal_template_and_its_builtin_name():
     assert parse_prompt("EOL") == parse_prompt("eol")
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("This sentence means", "unknown prompt 'This sentence means'"),
-    ("eool", "unknown prompt 'eool'.*none, eol, sth, sum"),
-    ("{text} and {text}", "exactly one {text} .got 2."),
-    ("", "empty"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("This sentence means", "unknown prompt 'This sentence means'"),
+        ("eool", "unknown prompt 'eool'.*none, eol, sth, sum"),
+        ("{text} and {text}", "exactly one {text} .got 2."),
+        ("", "empty"),
+    ],
+)
 def test_bad_templates_are_one_line_errors(value, message):
     with pytest.raises(PromptError, match=message) as error:
         parse_prompt(value)
@@ -65,8 +68,11 @@ def test_several_templates():
     assert [p.name for p in parse_prompts("none,eol,sum")] == ["none", "eol", "sum"]
     assert parse_prompts(None) == (PLAIN,)
     assert [p.name for p in parse_prompts('Say "{text}", briefly')] == ["custom"]  # a comma inside a template
-    for bad, message in (("none,eol,eol", "more than once"), ("eol,,sum", "comma-separated"),
-                         ("eol,nope", "unknown prompt 'nope'")):
+    for bad, message in (
+        ("none,eol,eol", "more than once"),
+        ("eol,,sum", "comma-separated"),
+        ("eol,nope", "unknown prompt 'nope'"),
+    ):
         with pytest.raises(PromptError, match=message):
             parse_prompts(bad)
 
@@ -93,25 +99,54 @@ def _encode(processor_json, ids=(40, 41, 42)):
     return tokenizer.encode(" ".join(f"w{i}" for i in ids))
 
 
-@pytest.mark.parametrize(("original", "expected"), [
-    (None, [5, 6, 40, 41, 42, 7]),
-    ({"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]}, [1, 5, 6, 40, 41, 42, 7, 2]),
-    ({"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
-      "add_prefix_space": True}, [0, 5, 6, 40, 41, 42, 7, 2]),
-    ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-     [5, 6, 40, 41, 42, 7]),
-    ({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
-                                              {"Sequence": {"id": "A", "type_id": 0}}],
-      "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-      "special_tokens": {"<bos>": {"id": "<bos>", "ids": [3], "tokens": ["<bos>"]}}}, [3, 5, 6, 40, 41, 42, 7]),
-    ({"type": "Sequence", "processors": [
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
-        {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
-                                                 {"Sequence": {"id": "A", "type_id": 0}}],
-         "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-         "special_tokens": {"<bos>": {"id": "<bos>", "ids": [3], "tokens": ["<bos>"]}}}]},
-     [3, 5, 6, 40, 41, 42, 7]),
-])
+@pytest.mark.parametrize(
+    ("original", "expected"),
+    [
+        (None, [5, 6, 40, 41, 42, 7]),
+        ({"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]}, [1, 5, 6, 40, 41, 42, 7, 2]),
+        (
+            {
+                "type": "RobertaProcessing",
+                "sep": ["</s>", 2],
+                "cls": ["<s>", 0],
+                "trim_offsets": True,
+                "add_prefix_space": True,
+            },
+            [0, 5, 6, 40, 41, 42, 7, 2],
+        ),
+        (
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            [5, 6, 40, 41, 42, 7],
+        ),
+        (
+            {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {"<bos>": {"id": "<bos>", "ids": [3], "tokens": ["<bos>"]}},
+            },
+            [3, 5, 6, 40, 41, 42, 7],
+        ),
+        (
+            {
+                "type": "Sequence",
+                "processors": [
+                    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
+                    {
+                        "type": "TemplateProcessing",
+                        "single": [
+                            {"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                            {"Sequence": {"id": "A", "type_id": 0}},
+                        ],
+                        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                        "special_tokens": {"<bos>": {"id": "<bos>", "ids": [3], "tokens": ["<bos>"]}},
+                    },
+                ],
+            },
+            [3, 5, 6, 40, 41, 42, 7],
+        ),
+    ],
+)
 def test_every_post_processor_kind_gets_the_template_inside_its_special_tokens(original, expected):
     encoding = _encode(prompted_post_processor(original, *PIECES))
     assert encoding.ids == expected
@@ -141,8 +176,8 @@ def test_prompted_tokenizer_wraps_and_truncation_keeps_the_suffix(family):
     cut = prompted(long_text, truncation=True, max_length=limit)["input_ids"]
     assert len(cut) == limit
     closing = 1 if family == "bert" else 0  # [SEP] after the suffix
-    assert cut[len(cut) - closing - len(suffix): len(cut) - closing] == suffix
-    assert cut[plain_added - closing: plain_added - closing + len(prefix)] == prefix
+    assert cut[len(cut) - closing - len(suffix) : len(cut) - closing] == suffix
+    assert cut[plain_added - closing : plain_added - closing + len(prefix)] == prefix
 
 
 def test_no_room_for_text_is_an_error():
@@ -166,7 +201,7 @@ def test_suffix_ids_are_read_after_a_text():
     _, suffix = template_ids(tokenizer, prompt)
     alone = tokenizer(prompt.suffix, add_special_tokens=False)["input_ids"]
     behind = tokenizer("a" + prompt.suffix, add_special_tokens=False)["input_ids"]
-    assert suffix == behind[len(tokenizer("a", add_special_tokens=False)["input_ids"]):]
+    assert suffix == behind[len(tokenizer("a", add_special_tokens=False)["input_ids"]) :]
     assert tokenizer.convert_ids_to_tokens(alone)[0].startswith("Ġ") and suffix != alone
 
 

@@ -8,7 +8,7 @@ from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
 from layerpick.core.pooling import pool
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TEXTS = [
     "The committee postponed its decision until the spring meeting.",
     "How do I reset my password?",

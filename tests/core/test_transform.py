@@ -107,21 +107,31 @@ def test_none_fits_nothing_and_layers_fit_one_each():
     assert len(maps) == 3 and not np.allclose(maps[0].bias, maps[1].bias)
 
 
-@pytest.mark.parametrize(("text", "spec"), [
-    ("none", IDENTITY), ("center", TransformSpec("center")), ("centre", TransformSpec("center")),
-    ("whiten", TransformSpec("whiten")), ("whiten-256", TransformSpec("whiten", 256)),
-    ("abtt", TransformSpec("abtt", 2)), ("ABTT-3", TransformSpec("abtt", 3)),
-])
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("none", IDENTITY),
+        ("center", TransformSpec("center")),
+        ("centre", TransformSpec("center")),
+        ("whiten", TransformSpec("whiten")),
+        ("whiten-256", TransformSpec("whiten", 256)),
+        ("abtt", TransformSpec("abtt", 2)),
+        ("ABTT-3", TransformSpec("abtt", 3)),
+    ],
+)
 def test_names_parse(text, spec):
     assert parse_transform(text) == spec
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ("whitten", ["unknown transform 'whitten'", "did you mean 'whiten'"]),
-    ("center-3", ["takes no size"]),
-    ("whiten-0", ["positive integer"]),
-    ("whiten-x", ["positive integer"]),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("whitten", ["unknown transform 'whitten'", "did you mean 'whiten'"]),
+        ("center-3", ["takes no size"]),
+        ("whiten-0", ["positive integer"]),
+        ("whiten-x", ["positive integer"]),
+    ],
+)
 def test_bad_names_are_one_line_errors(text, words):
     with pytest.raises(TransformError) as error:
         parse_transform(text)
@@ -146,4 +156,6 @@ def test_sizes_are_checked_against_the_model_and_the_fit_set():
 def test_reports_round_trip_the_spec_and_the_fit_set_hash_is_stable():
     spec = TransformSpec("whiten", 16)
     assert transform_from_json(spec.to_json()) == spec and transform_from_json(None) == IDENTITY
-    assert fit_set_of(["a", "b"], "x").sha256 == fit_set_of(["a", "b"], "y").sha256 != fit_set_of(["b", "a"], "x").sha256
+    assert (
+        fit_set_of(["a", "b"], "x").sha256 == fit_set_of(["a", "b"], "y").sha256 != fit_set_of(["b", "a"], "x").sha256
+    )

@@ -71,8 +71,9 @@ def tiny_dir(tmp_path_factory):
 def reference(source: Path, k: int, pooling: str = "mean", normalize: bool = False, max_length: int = 512):
     """Layer k of the FULL model, as layerpick.core.collect pools it."""
     loaded = load_model(str(source))
-    states = collect(loaded, TEXTS, CollectConfig(pooling=pooling, batch_size=2, max_length=max_length,
-                                                  progress=False)).layer(k)
+    states = collect(
+        loaded, TEXTS, CollectConfig(pooling=pooling, batch_size=2, max_length=max_length, progress=False)
+    ).layer(k)
     return torch.nn.functional.normalize(states, dim=-1) if normalize else states
 
 
@@ -98,8 +99,9 @@ def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_pa
     out = tmp_path / "out"
     result = export_model(str(source), k, out, ExportConfig(progress=False))
     assert (result.layer, result.num_layers, result.pooling) == (k, LAYERS, "mean")
-    torch.testing.assert_close(encode(out), reference(source, k, max_length=result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(out), reference(source, k, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     assert result.parity_max_abs_diff <= result.parity_tolerance
     blocks_path = surgery.family_for(tf.AutoConfig.from_pretrained(source)).blocks_path
     assert saved_block_indices(out, blocks_path) == set(range(k))  # blocks k.. are physically gone
@@ -118,8 +120,9 @@ def test_other_poolings(family, pooling, tiny_dir, tmp_path):
     result = export_model(str(source), 2, tmp_path / "out", ExportConfig(pooling=pooling, progress=False))
     flags = json.loads((tmp_path / "out" / "1_Pooling" / "config.json").read_text())
     assert flags[POOLING_FLAGS[pooling]] and sum(flags[f] for f in POOLING_FLAGS.values()) == 1
-    torch.testing.assert_close(encode(tmp_path / "out"), reference(source, 2, pooling, max_length=result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(tmp_path / "out"), reference(source, 2, pooling, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_normalize_adds_the_module_and_unit_vectors(tiny_dir, tmp_path):
@@ -127,8 +130,9 @@ def test_normalize_adds_the_module_and_unit_vectors(tiny_dir, tmp_path):
     result = export_model(str(source), 2, tmp_path / "out", ExportConfig(normalize=True, progress=False))
     embeddings = encode(tmp_path / "out")
     torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(len(TEXTS)))
-    torch.testing.assert_close(embeddings, reference(source, 2, normalize=True, max_length=result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        embeddings, reference(source, 2, normalize=True, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     types = [m["type"] for m in json.loads((tmp_path / "out" / "modules.json").read_text())]
     assert types[-1] == "sentence_transformers.models.Normalize"
 
@@ -137,15 +141,21 @@ def test_saved_files_have_every_legacy_key(tiny_dir, tmp_path):
     out = tmp_path / "out"
     export_model(str(tiny_dir("llama")), 2, out, ExportConfig(max_seq_length=64, progress=False))
     modules = json.loads((out / "modules.json").read_text())
-    assert [m["type"] for m in modules] == ["sentence_transformers.models.Transformer",
-                                            "sentence_transformers.models.Pooling"]
+    assert [m["type"] for m in modules] == [
+        "sentence_transformers.models.Transformer",
+        "sentence_transformers.models.Pooling",
+    ]
     assert [m["path"] for m in modules] == ["", "1_Pooling"]
     pooling = json.loads((out / "1_Pooling" / "config.json").read_text())
     assert pooling["word_embedding_dimension"] == 32 and pooling["include_prompt"] is True
     assert {key: pooling[key] for key in POOLING_FLAGS.values()} == {
-        "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
-        "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
-        "pooling_mode_lasttoken": False}
+        "pooling_mode_cls_token": False,
+        "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_weightedmean_tokens": False,
+        "pooling_mode_lasttoken": False,
+    }
     assert json.loads((out / "sentence_bert_config.json").read_text()) == {"max_seq_length": 64, "do_lower_case": False}
     config = json.loads((out / "config.json").read_text())
     assert config["architectures"] == ["LlamaModel"]
@@ -184,7 +194,9 @@ def test_chat_template_is_removed(tiny_dir, tmp_path):
     assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
     model = SentenceTransformer(str(out), device="cpu")
     assert "message" not in model[0].modality_config
-    torch.testing.assert_close(encode(out), reference(source, 2, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(out), reference(source, 2, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     assert any("chat template" in note for note in result.notes)
 
 
@@ -211,9 +223,13 @@ def test_metadata_and_card(tiny_dir, tmp_path):
 
 def make_report(source: Path, **overrides) -> dict:
     report = {
-        "format": "layerpick-select/1", "model": str(source), "num_layers": LAYERS, "selected_layer": 2,
+        "format": "layerpick-select/1",
+        "model": str(source),
+        "num_layers": LAYERS,
+        "selected_layer": 2,
         "pooling": "lasttoken",
-        "representation": "exported", "rule": "argmin-prompt-entropy",
+        "representation": "exported",
+        "rule": "argmin-prompt-entropy",
         "scores": {"prompt_entropy": [0.9, 0.7, 0.4, 0.6, 0.8], "dime": [None, 0.1, 0.2, 0.3, 0.1]},
         "calibration": {"source": "embedded", "count": 64},
         "validation": {"STSBenchmark": {"layer 2": 0.51, "layer 4": 0.37}},
@@ -228,8 +244,9 @@ def test_report_gives_layer_pooling_and_representation(tiny_dir, tmp_path):
     out = tmp_path / "out"
     result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert (result.layer, result.pooling) == (2, "lasttoken")
-    torch.testing.assert_close(encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     meta = json.loads((out / "layerpick.json").read_text())
     assert meta["selection"]["rule"] == "argmin-prompt-entropy" and meta["selection"]["scores"]["dime"][2] == 0.2
     card = (out / "README.md").read_text()
@@ -276,14 +293,18 @@ def test_exactly_one_of_layer_and_report(tiny_dir, tmp_path):
     with pytest.raises(ExportError, match="exactly one"):
         export_model(str(tiny_dir("llama")), None, tmp_path / "out", ExportConfig(progress=False))
     with pytest.raises(ExportError, match="exactly one"):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(report=tmp_path / "r.json", progress=False))
+        export_model(
+            str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(report=tmp_path / "r.json", progress=False)
+        )
 
 
 def test_raw_representation(tiny_dir, tmp_path):
     with pytest.raises(ExportError, match="'raw' cannot be exported"):
         export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(representation="raw", progress=False))
     assert leftovers(tmp_path) == []
-    export_model(str(tiny_dir("bert")), 2, tmp_path / "out", ExportConfig(representation="raw", progress=False))  # raw == exported
+    export_model(
+        str(tiny_dir("bert")), 2, tmp_path / "out", ExportConfig(representation="raw", progress=False)
+    )  # raw == exported
 
 
 def test_existing_output_needs_overwrite(tiny_dir, tmp_path):
@@ -351,8 +372,12 @@ def test_overwrite_keeps_the_old_export_when_the_new_one_fails(tiny_dir, tmp_pat
 
 def test_legacy_rope_keys():
     assert legacy_rope_keys({"rope_parameters": {"rope_theta": 1e5, "rope_type": "default"}}) == {"rope_theta": 1e5}
-    gemma = {"rope_parameters": {"full_attention": {"rope_theta": 1e6, "rope_type": "default"},
-                                 "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}}}
+    gemma = {
+        "rope_parameters": {
+            "full_attention": {"rope_theta": 1e6, "rope_type": "default"},
+            "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"},
+        }
+    }
     assert legacy_rope_keys(gemma) == {"rope_theta": 1e6, "rope_local_base_freq": 1e4}
     linear = {"rope_parameters": {"rope_theta": 1e4, "rope_type": "linear", "factor": 2.0}}
     assert legacy_rope_keys(linear) == {"rope_theta": 1e4, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
@@ -361,15 +386,40 @@ def test_legacy_rope_keys():
 
 def test_reproduce_command_and_card_front_matter():
     options = LoadOptions(dtype="bfloat16", gguf_file="m.gguf", trust_remote_code=True)
-    command = reproduce_command("smollm2-135m", "out dir", layer=10, report_path=None, pooling="mean",
-                                normalize=True, max_seq_length=128, load_options=options)
-    assert command == ("layerpick export smollm2-135m --layer 10 --output 'out dir' --pooling mean --normalize "
-                       "--max-seq-length 128 --dtype bfloat16 --gguf-file m.gguf --trust-remote-code")
+    command = reproduce_command(
+        "smollm2-135m",
+        "out dir",
+        layer=10,
+        report_path=None,
+        pooling="mean",
+        normalize=True,
+        max_seq_length=128,
+        load_options=options,
+    )
+    assert command == (
+        "layerpick export smollm2-135m --layer 10 --output 'out dir' --pooling mean --normalize "
+        "--max-seq-length 128 --dtype bfloat16 --gguf-file m.gguf --trust-remote-code"
+    )
     facts = ExportFacts(
-        model="smollm2-135m", source_path="/x", revision=None, layer=10, num_layers=30, architecture="LlamaModel",
-        representation="exported", pooling="mean", normalize=False, max_seq_length=512, params_full=100,
-        params_cut=40, weights_bytes=10, parity_max_abs_diff=0.0, parity_tolerance=1e-5, parity_texts=8,
-        command=command, notes=("4-bit GGUF",), speedup={"texts/s": {"full": 10.0, "cut": 25.0}},
+        model="smollm2-135m",
+        source_path="/x",
+        revision=None,
+        layer=10,
+        num_layers=30,
+        architecture="LlamaModel",
+        representation="exported",
+        pooling="mean",
+        normalize=False,
+        max_seq_length=512,
+        params_full=100,
+        params_cut=40,
+        weights_bytes=10,
+        parity_max_abs_diff=0.0,
+        parity_tolerance=1e-5,
+        parity_texts=8,
+        command=command,
+        notes=("4-bit GGUF",),
+        speedup={"texts/s": {"full": 10.0, "cut": 25.0}},
     )
     card = render_model_card(facts)
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card
@@ -377,6 +427,7 @@ def test_reproduce_command_and_card_front_matter():
 
 
 # ---------------------------------------------------------------- CLI
+
 
 def test_cli_export(tiny_dir, tmp_path):
     from layerpick.cli.app import app
@@ -402,15 +453,24 @@ def test_cli_export_with_report_and_no_model(tiny_dir, tmp_path):
 def test_cli_bad_input_raises_layerpick_errors(tiny_dir, tmp_path):
     from layerpick.cli.app import app
 
-    result = CliRunner().invoke(app, ["export", str(tiny_dir("llama")), "--layer", "9", "--output", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        app, ["export", str(tiny_dir("llama")), "--layer", "9", "--output", str(tmp_path / "o")]
+    )
     assert isinstance(result.exception, LayerpickError) and result.exit_code != 0
     assert leftovers(tmp_path) == []
 
 
 @pytest.fixture
 def unknown_family_dir(tmp_path):
-    config = tf.OPTConfig(vocab_size=320, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
-                          max_position_embeddings=64, word_embed_proj_dim=32)
+    config = tf.OPTConfig(
+        vocab_size=320,
+        hidden_size=32,
+        num_hidden_layers=2,
+        ffn_dim=64,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        word_embed_proj_dim=32,
+    )
     path = tmp_path / "opt"
     tf.AutoModel.from_config(config).save_pretrained(path)
     make_tokenizer("llama").save_pretrained(path)
@@ -419,6 +479,7 @@ def unknown_family_dir(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
     """Through the installed `layerpick` script: exit code 1, one line on stderr, no output left behind."""
     source = tiny_dir("llama")
@@ -434,51 +495,96 @@ def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
         "family": [str(unknown_family_dir), "--layer", "1", "--output", str(tmp_path / "o4")],
         "template": [str(source), "--layer", "2", "--prompt", "eol,sum", "--output", str(tmp_path / "o5")],
         "placeholder": [str(source), "--layer", "2", "--prompt", "{text} {text}", "--output", str(tmp_path / "o6")],
-        "room": [str(source), "--layer", "2", "--prompt", "eol", "--max-seq-length", "8", "--output",
-                 str(tmp_path / "o7")],
+        "room": [
+            str(source),
+            "--layer",
+            "2",
+            "--prompt",
+            "eol",
+            "--max-seq-length",
+            "8",
+            "--output",
+            str(tmp_path / "o7"),
+        ],
     }
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     env.pop("LAYERPICK_DEBUG", None)
-    runs = {name: subprocess.Popen([str(ENTRY_POINT), "export", *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env) for name, args in cases.items()}
-    expected = {"range": "out of range", "report": "is for model", "exists": "holds no earlier layerpick export",
-                "family": "unsupported architecture", "template": "unknown prompt 'eol,sum'",
-                "placeholder": "exactly one {text}", "room": "no room for text"}
+    runs = {
+        name: subprocess.Popen(
+            [str(ENTRY_POINT), "export", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for name, args in cases.items()
+    }
+    expected = {
+        "range": "out of range",
+        "report": "is for model",
+        "exists": "holds no earlier layerpick export",
+        "family": "unsupported architecture",
+        "template": "unknown prompt 'eol,sum'",
+        "placeholder": "exactly one {text}",
+        "room": "no room for text",
+    }
     for name, run in runs.items():
         _, stderr = run.communicate(timeout=120)
         assert run.returncode == 1, (name, stderr)
         lines = stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("layerpick: error:") and expected[name] in lines[0], (name, stderr)
+        assert len(lines) == 1 and lines[0].startswith("layerpick: error:") and expected[name] in lines[0], (
+            name,
+            stderr,
+        )
     assert sorted(leftovers(tmp_path)) == ["existing", "opt", "report.json"]
     assert (existing / "keep.txt").read_text() == "keep"
 
 
 def test_card_renders_a_validate_json_table():
-    validation = {"tasks": {"STSBenchmark": {"main_score_by_layer": [None, 0.3, 0.5, 0.4]},
-                            "SICK-R": {"main_score_by_layer": [None, 0.2, 0.45, 0.5]}},
-                  "mean_by_layer": [None, 0.25, 0.475, 0.45]}
+    validation = {
+        "tasks": {
+            "STSBenchmark": {"main_score_by_layer": [None, 0.3, 0.5, 0.4]},
+            "SICK-R": {"main_score_by_layer": [None, 0.2, 0.45, 0.5]},
+        },
+        "mean_by_layer": [None, 0.25, 0.475, 0.45],
+    }
     facts = ExportFacts(
-        model="m/x", source_path="/x", revision="abc", layer=2, num_layers=3, architecture="LlamaModel",
-        representation="exported", pooling="mean", normalize=False, max_seq_length=512, params_full=100,
-        params_cut=70, weights_bytes=10, parity_max_abs_diff=0.0, parity_tolerance=1e-5, parity_texts=8,
+        model="m/x",
+        source_path="/x",
+        revision="abc",
+        layer=2,
+        num_layers=3,
+        architecture="LlamaModel",
+        representation="exported",
+        pooling="mean",
+        normalize=False,
+        max_seq_length=512,
+        params_full=100,
+        params_cut=70,
+        weights_bytes=10,
+        parity_max_abs_diff=0.0,
+        parity_tolerance=1e-5,
+        parity_texts=8,
         command="layerpick export m/x --report r.json --output o",
-        report={"rule": "max-dime", "selected_layer": 2, "scores": {}, "validation": validation}, report_path="r.json",
+        report={"rule": "max-dime", "selected_layer": 2, "scores": {}, "validation": validation},
+        report_path="r.json",
     )
     card = render_model_card(facts)
     assert "| task | layer 2 | layer 3 | best layer |" in card
-    assert "| STSBenchmark | 0.5000 | 0.4000 | 2 (0.5000) |" in card and "| mean | 0.4750 | 0.4500 | 2 (0.4750) |" in card
+    assert (
+        "| STSBenchmark | 0.5000 | 0.4000 | 2 (0.5000) |" in card and "| mean | 0.4750 | 0.4500 | 2 (0.4750) |" in card
+    )
     assert "base_model: m/x" in card and "revision abc" in card
 
 
 # ---------------------------------------------------------------- prompt templates
 
-def prompted_reference(source: Path, k: int, prompt: str, pooling: str | None = None, max_length: int = 512,
-                       texts=TEXTS):
+
+def prompted_reference(
+    source: Path, k: int, prompt: str, pooling: str | None = None, max_length: int = 512, texts=TEXTS
+):
     """Layer k of the FULL model on the wrapped texts, as layerpick.core.collect pools it."""
     from layerpick.core.prompts import parse_prompt
 
-    config = CollectConfig(pooling=pooling, batch_size=2, max_length=max_length, progress=False,
-                           prompt=parse_prompt(prompt))
+    config = CollectConfig(
+        pooling=pooling, batch_size=2, max_length=max_length, progress=False, prompt=parse_prompt(prompt)
+    )
     return collect(load_model(str(source)), list(texts), config).layer(k)
 
 
@@ -491,15 +597,18 @@ def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path)
     source, out = tiny_dir(family), tmp_path / "out"
     result = export_model(str(source), 2, out, ExportConfig(prompt="eol", progress=False))
     assert result.pooling == "lasttoken"
-    torch.testing.assert_close(encode(out), prompted_reference(source, 2, "eol", max_length=result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(out), prompted_reference(source, 2, "eol", max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     assert not torch.allclose(encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length))
     st_ids = SentenceTransformer(str(out), device="cpu").tokenize([TEXTS[0]])["input_ids"][0].tolist()
     assert Tokenizer.from_file(str(out / "tokenizer.json")).encode(TEXTS[0]).ids == st_ids  # the Rust reader (TEI)
     assert tf.AutoTokenizer.from_pretrained(out)(TEXTS[0])["input_ids"] == st_ids
     assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
     meta = json.loads((out / "layerpick.json").read_text())
-    assert meta["prompt"]["name"] == "eol" and meta["prompt"]["template"] == 'This sentence : "{text}" means in one word:"'
+    assert (
+        meta["prompt"]["name"] == "eol" and meta["prompt"]["template"] == 'This sentence : "{text}" means in one word:"'
+    )
     assert meta["prompt"]["edges"]["texts"] == 8 and meta["parity"]["passed"]
     assert "--prompt eol" in meta["command"] and "## Prompt" in (out / "README.md").read_text()
 
@@ -507,42 +616,64 @@ def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path)
 def test_prompted_export_keeps_the_suffix_of_a_truncated_text(tiny_dir, tmp_path):
     source, out = tiny_dir("llama"), tmp_path / "out"
     long_texts = [" ".join(TEXTS) * 3, TEXTS[0]]
-    result = export_model(str(source), 3, out, ExportConfig(prompt="Represent <{text}> now:", max_seq_length=40,
-                                                            parity_texts=long_texts, progress=False))
+    result = export_model(
+        str(source),
+        3,
+        out,
+        ExportConfig(prompt="Represent <{text}> now:", max_seq_length=40, parity_texts=long_texts, progress=False),
+    )
     model = SentenceTransformer(str(out), device="cpu")
     ids = model.tokenize(long_texts[:1])["input_ids"][0].tolist()
     suffix = tf.AutoTokenizer.from_pretrained(out).convert_ids_to_tokens(ids[-4:])
     assert len(ids) == 40 and "".join(suffix).replace("Ġ", " ").endswith("now:")
-    torch.testing.assert_close(model.encode(long_texts, convert_to_tensor=True),
-                               prompted_reference(source, 3, "Represent <{text}> now:", max_length=40,
-                                                  texts=long_texts), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        model.encode(long_texts, convert_to_tensor=True),
+        prompted_reference(source, 3, "Represent <{text}> now:", max_length=40, texts=long_texts),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     assert result.max_seq_length == 40
 
 
 def test_prompted_export_mean_pooling_and_report(tiny_dir, tmp_path):
     source = tiny_dir("qwen2")
     report = tmp_path / "report.json"
-    report.write_text(json.dumps(make_report(source, pooling="mean", prompt={"name": "sum", "template":
-                                                                           'This sentence : "{text}" can be summarized as'})))
+    report.write_text(
+        json.dumps(
+            make_report(
+                source,
+                pooling="mean",
+                prompt={"name": "sum", "template": 'This sentence : "{text}" can be summarized as'},
+            )
+        )
+    )
     out = tmp_path / "out"
     result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert result.pooling == "mean"
-    torch.testing.assert_close(encode(out), prompted_reference(source, 2, "sum", "mean", result.max_seq_length),
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        encode(out), prompted_reference(source, 2, "sum", "mean", result.max_seq_length), rtol=1e-4, atol=1e-5
+    )
     assert json.loads((out / "layerpick.json").read_text())["prompt"]["name"] == "sum"
     with pytest.raises(ExportError, match="--prompt eol contradicts the report"):
         export_model(str(source), None, tmp_path / "o2", ExportConfig(report=report, prompt="eol", progress=False))
 
 
-@pytest.mark.parametrize(("prompt", "length", "message"), [
-    ("eol", 20, "leaving no room for text"),
-    ("no placeholder", None, "unknown prompt"),
-    ("{text} {text}", None, "exactly one"),
-])
+@pytest.mark.parametrize(
+    ("prompt", "length", "message"),
+    [
+        ("eol", 20, "leaving no room for text"),
+        ("no placeholder", None, "unknown prompt"),
+        ("{text} {text}", None, "exactly one"),
+    ],
+)
 def test_prompted_export_bad_input_leaves_nothing(prompt, length, message, tiny_dir, tmp_path):
     from layerpick.core.prompts import PromptError
 
     with pytest.raises(PromptError, match=message):
-        export_model(str(tiny_dir("llama")), 2, tmp_path / "out",
-                     ExportConfig(prompt=prompt, max_seq_length=length, progress=False))
+        export_model(
+            str(tiny_dir("llama")),
+            2,
+            tmp_path / "out",
+            ExportConfig(prompt=prompt, max_seq_length=length, progress=False),
+        )
     assert leftovers(tmp_path) == []

@@ -50,8 +50,15 @@ def test_half_precision_export(family, dtype, tiny_dirs, float32_exports, tmp_pa
     reloaded = SentenceTransformer(str(out), device="cpu")
     assert next(reloaded.parameters()).dtype == getattr(torch, dtype)
     vectors = reloaded.encode(TEXTS, convert_to_tensor=True, batch_size=2).float()
-    states = collect(load_model(str(source)), TEXTS, CollectConfig(
-        batch_size=2, max_length=result.max_seq_length, progress=False)).layer(LAYER).float()  # float32 full model
+    states = (
+        collect(
+            load_model(str(source)),
+            TEXTS,
+            CollectConfig(batch_size=2, max_length=result.max_seq_length, progress=False),
+        )
+        .layer(LAYER)
+        .float()
+    )  # float32 full model
     tolerance = PARITY_TOLERANCE[dtype] * max(1.0, states.abs().max().item())
     assert (vectors - states).abs().max().item() <= tolerance
     assert (vectors - states).abs().max().item() > 0  # really computed in half precision
@@ -67,8 +74,13 @@ def test_a_transformed_half_precision_export_holds_its_dense_in_that_dtype(dtype
     fit_file = tmp_path / "fit.txt"
     fit_file.write_text("\n".join(f"fit text {i} about subject {i % 7} and more" for i in range(40)) + "\n")
     options = LoadOptions(dtype=dtype)
-    result = export_model(str(source), LAYER, out, ExportConfig(progress=False, transform="whiten-8",
-                                                                fit_texts=str(fit_file)), load_options=options)
+    result = export_model(
+        str(source),
+        LAYER,
+        out,
+        ExportConfig(progress=False, transform="whiten-8", fit_texts=str(fit_file)),
+        load_options=options,
+    )
     assert result.dtype == dtype
     dense_dir = next(p for p in out.iterdir() if p.name.endswith("_Dense"))
     with safe_open(str(dense_dir / "model.safetensors"), "pt") as weights:

@@ -18,7 +18,7 @@ from layerpick.export.config import ExportConfig
 from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
 from layerpick.export.st_layout import layout_problems
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CASES = [("minilm-l6", 3), ("minilm-l6", 6), ("smollm2-135m", 10), ("smollm2-135m", 20), ("gemma3-270m", 9)]
 TEXTS = list(DEFAULT_PARITY_TEXTS)  # 8 texts of different lengths
@@ -62,7 +62,10 @@ def test_real_model_export_reproduces_layer_k(alias, k, full_layers, tmp_path):
         expected = torch.nn.functional.normalize(expected, dim=-1)
     scale = expected.abs().max().item()
     diff = (embeddings - expected).abs().max().item()
-    print(f"{alias} K={k}: max abs diff {diff:.3g} (scale {scale:.3g}); export's own check {result.parity_max_abs_diff:.3g}")
+    print(
+        f"{alias} K={k}: max abs diff {diff:.3g} (scale {scale:.3g}); export's own check "
+        f"{result.parity_max_abs_diff:.3g}"
+    )
     assert diff <= 1e-5 * max(1.0, scale)
     pattern = re.compile(rf"(?:^|\.){re.escape(blocks_path)}\.(\d+)\.")
     with safe_open(str(out / "model.safetensors"), "pt") as weights:

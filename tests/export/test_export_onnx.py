@@ -62,8 +62,23 @@ def llama_export(sources, tmp_path_factory) -> Path:
 def bert_cli(sources, tmp_path_factory):
     """A BERT export made through the CLI: CLS pooling, normalised."""
     out = tmp_path_factory.mktemp("bert-onnx") / "out"
-    result = CliRunner().invoke(app, ["export", str(sources["bert"]), "--layer", str(LAYER), "--output", str(out),
-                                      "--pooling", "cls", "--normalize", "--format", "onnx", "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(sources["bert"]),
+            "--layer",
+            str(LAYER),
+            "--output",
+            str(out),
+            "--pooling",
+            "cls",
+            "--normalize",
+            "--format",
+            "onnx",
+            "--quiet",
+        ],
+    )
     return out, result
 
 
@@ -91,8 +106,11 @@ def test_graph_reproduces_the_torch_export_and_layer_k(exported, sources):
         assert relative_diff(got_tokens, want_tokens.numpy()) <= 1e-4
     family = "llama" if "llama" in str(exported) else "bert"
     metadata = json.loads((exported / "layerpick.json").read_text())
-    states = collect(load_model(str(sources[family])), TEXTS, CollectConfig(
-        pooling=metadata["pooling"], batch_size=2, max_length=metadata["max_seq_length"], progress=False)).layer(LAYER)
+    states = collect(
+        load_model(str(sources[family])),
+        TEXTS,
+        CollectConfig(pooling=metadata["pooling"], batch_size=2, max_length=metadata["max_seq_length"], progress=False),
+    ).layer(LAYER)
     if metadata["normalize"]:
         states = torch.nn.functional.normalize(states, dim=-1)
     assert relative_diff(got, states.numpy()) <= 1e-4  # the graph is layer K of the full model
@@ -186,7 +204,10 @@ def test_tei_gets_token_type_ids_when_the_tokenizer_makes_them(bert_cli, llama_e
     bert_names = [node.name for node in graph_io(bert_cli[0])[0]]
     assert bert_names == ["input_ids", "attention_mask", "token_type_ids"]
     assert json.loads((bert_cli[0] / "tokenizer_config.json").read_text())["model_input_names"] == [
-        "input_ids", "token_type_ids", "attention_mask"]
+        "input_ids",
+        "token_type_ids",
+        "attention_mask",
+    ]
     assert [node.name for node in graph_io(llama_export)[0]] == ["input_ids", "attention_mask"]
 
 
@@ -199,8 +220,12 @@ def test_tei_router_reads_its_keys(exported):
     assert config["architectures"] and isinstance(config["model_type"], str)
     assert isinstance(config.get("max_position_embeddings", config.get("n_positions")), int)
     pooling = json.loads((exported / "1_Pooling" / "config.json").read_text())
-    for key in ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
-                "pooling_mode_mean_sqrt_len_tokens"):
+    for key in (
+        "pooling_mode_cls_token",
+        "pooling_mode_mean_tokens",
+        "pooling_mode_max_tokens",
+        "pooling_mode_mean_sqrt_len_tokens",
+    ):
         assert isinstance(pooling[key], bool)
     assert pooling["pooling_mode_cls_token"] or pooling["pooling_mode_mean_tokens"]
     assert isinstance(json.loads((exported / "sentence_bert_config.json").read_text())["max_seq_length"], int)
@@ -218,8 +243,11 @@ def test_vllm_reads_pooling_normalisation_and_length(exported):
     metadata = json.loads((exported / "layerpick.json").read_text())
     assert ("sentence_transformers.models.Normalize" in types) == metadata["normalize"]
     pooling = json.loads((exported / modules[1]["path"] / "config.json").read_text())
-    flags = [key.replace("pooling_mode_", "").split("_", 1)[0].replace("lasttoken", "last").upper()
-             for key, value in pooling.items() if key.startswith("pooling_mode_") and value is True]
+    flags = [
+        key.replace("pooling_mode_", "").split("_", 1)[0].replace("lasttoken", "last").upper()
+        for key, value in pooling.items()
+        if key.startswith("pooling_mode_") and value is True
+    ]
     assert flags == [{"mean": "MEAN", "cls": "CLS", "lasttoken": "LAST"}[metadata["pooling"]]]
     assert {"max_seq_length", "do_lower_case"} <= set(json.loads((exported / "sentence_bert_config.json").read_text()))
 
@@ -227,9 +255,11 @@ def test_vllm_reads_pooling_normalisation_and_length(exported):
 # ---- bench and serve run the graphs
 
 
+@pytest.mark.slow
 def test_bench_times_the_graph_against_the_full_torch_model(llama_export, sources):
-    config = BenchConfig(baseline=str(sources["llama"]), batch_sizes=(1, 4), texts=6, repeats=1, memory=True,
-                         backend="onnx-int8")
+    config = BenchConfig(
+        baseline=str(sources["llama"]), batch_sizes=(1, 4), texts=6, repeats=1, memory=True, backend="onnx-int8"
+    )
     result = run_bench(llama_export, config)
     assert result.backend == "onnx-int8"
     assert result.exported.path.endswith(INT8_FILE)
@@ -246,8 +276,10 @@ def test_bench_refuses_unknown_backends_and_missing_graphs(bert_cli, sources):
     with pytest.raises(BenchError, match="unknown backend 'tensorrt'; choose one of torch, onnx, onnx-int8"):
         run_bench(bert_cli[0], BenchConfig(backend="tensorrt"))
     with pytest.raises(LayerpickError, match="no ONNX graph onnx/model_quantized.onnx .*--quantize int8"):
-        run_bench(bert_cli[0], BenchConfig(baseline=str(sources["bert"]), backend="onnx-int8", memory=False,
-                                           texts=2, repeats=1))
+        run_bench(
+            bert_cli[0],
+            BenchConfig(baseline=str(sources["bert"]), backend="onnx-int8", memory=False, texts=2, repeats=1),
+        )
     result = CliRunner().invoke(app, ["bench", str(bert_cli[0]), "--backend", "tensorrt"])
     assert "unknown backend" in one_line_error(result)
 
@@ -287,34 +319,57 @@ def leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir()) if parent.exists() else []
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    (dict(quantize="int8"), "--quantize applies to the ONNX graph: add --format onnx"),
-    (dict(format="tflite"), "unknown format 'tflite'; choose one of sentence-transformers, onnx, static"),
-    (dict(format="onnx", quantize="int4"), "unknown quantization 'int4'; choose one of int8"),
-    (dict(format="onnx", load_options=LoadOptions(dtype="float16")), "writes a float32 graph"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(quantize="int8"), "--quantize applies to the ONNX graph: add --format onnx"),
+        (dict(format="tflite"), "unknown format 'tflite'; choose one of sentence-transformers, onnx, static"),
+        (dict(format="onnx", quantize="int4"), "unknown quantization 'int4'; choose one of int8"),
+        (dict(format="onnx", load_options=LoadOptions(dtype="float16")), "writes a float32 graph"),
+    ],
+)
 def test_bad_requests_fail_before_loading(options, message, tmp_path):
     with pytest.raises(OnnxExportError, match=message):
         load_options = options.pop("load_options", LoadOptions())
-        export_model(str(tmp_path / "no-such-model"), LAYER, tmp_path / "out" / "deep",
-                     ExportConfig(progress=False, **options), load_options=load_options)
+        export_model(
+            str(tmp_path / "no-such-model"),
+            LAYER,
+            tmp_path / "out" / "deep",
+            ExportConfig(progress=False, **options),
+            load_options=load_options,
+        )
     assert leftovers(tmp_path) == []
 
 
 def test_missing_extra_names_the_package(sources, tmp_path, monkeypatch):
     real = onnx_graph.importlib.util.find_spec
-    monkeypatch.setattr(onnx_graph.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "onnxscript" else real(name, *a))
-    result = CliRunner().invoke(app, ["export", str(sources["llama"]), "--layer", "2", "--output",
-                                      str(tmp_path / "out"), "--format", "onnx"])
-    assert one_line_error(result) == ("--format onnx needs the optional extra: pip install 'layerpick[onnx]' "
-                                      "(missing: onnxscript)")
+    monkeypatch.setattr(
+        onnx_graph.importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
+    )
+    result = CliRunner().invoke(
+        app, ["export", str(sources["llama"]), "--layer", "2", "--output", str(tmp_path / "out"), "--format", "onnx"]
+    )
+    assert one_line_error(result) == (
+        "--format onnx needs the optional extra: pip install 'layerpick[onnx]' (missing: onnxscript)"
+    )
     assert leftovers(tmp_path) == []
 
 
 def test_a_family_the_exporter_cannot_trace_leaves_nothing(tiny_dirs, tmp_path):
-    result = CliRunner().invoke(app, ["export", str(tiny_dirs("mamba")), "--layer", "2", "--output",
-                                      str(tmp_path / "out"), "--format", "onnx", "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(tiny_dirs("mamba")),
+            "--layer",
+            "2",
+            "--output",
+            str(tmp_path / "out"),
+            "--format",
+            "onnx",
+            "--quiet",
+        ],
+    )
     assert one_line_error(result).startswith("cannot export MambaModel to ONNX: torch.onnx.export failed (")
     assert leftovers(tmp_path) == []
 
@@ -350,13 +405,17 @@ def test_outlier_matmuls_keeps_the_matmuls_fed_by_outliers(tmp_path):
 
     weight = numpy_helper.from_array(np.eye(64, dtype=np.float32), "w")
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "w"], ["out_a"], name="fed_by_outliers"),
-         helper.make_node("MatMul", ["b", "w"], ["out_b"], name="fed_by_normal_values"),
-         helper.make_node("MatMul", ["a", "b2"], ["out_c"], name="no_weight")],
-        "probe", [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["B", "T", 64]) for name in ("a", "b")]
+        [
+            helper.make_node("MatMul", ["a", "w"], ["out_a"], name="fed_by_outliers"),
+            helper.make_node("MatMul", ["b", "w"], ["out_b"], name="fed_by_normal_values"),
+            helper.make_node("MatMul", ["a", "b2"], ["out_c"], name="no_weight"),
+        ],
+        "probe",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["B", "T", 64]) for name in ("a", "b")]
         + [helper.make_tensor_value_info("b2", TensorProto.FLOAT, ["B", 64, 64])],
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("out_a", "out_b", "out_c")],
-        [weight])
+        [weight],
+    )
     path = tmp_path / "probe.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
     rng = np.random.default_rng(0)

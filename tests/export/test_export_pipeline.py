@@ -27,9 +27,11 @@ from tests.testkit.tiny import LAYERS, save_tiny
 
 TEXTS = ["The Quick Brown Fox.", "A model cut after K blocks", "Hello World!", "numbers like 42 AND 3.14"]
 PROMPTS = {"query": "query: ", "passage": "passage: "}
-LEGACY_MODULES = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+LEGACY_MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+]
 LAYOUTS = ("sentence-transformers-6", "legacy")
 
 
@@ -43,11 +45,15 @@ def make_source(folder: Path, layout: str) -> Path:
         shutil.copytree(bert, folder)
         (folder / "modules.json").write_text(json.dumps(LEGACY_MODULES))
         (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 24, "do_lower_case": True}))
-        (folder / "config_sentence_transformers.json").write_text(json.dumps(
-            {"prompts": PROMPTS, "default_prompt_name": "query"}))
+        (folder / "config_sentence_transformers.json").write_text(
+            json.dumps({"prompts": PROMPTS, "default_prompt_name": "query"})
+        )
         (folder / "1_Pooling").mkdir()
-        (folder / "1_Pooling" / "config.json").write_text(json.dumps(
-            {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}))
+        (folder / "1_Pooling" / "config.json").write_text(
+            json.dumps(
+                {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}
+            )
+        )
         (folder / "2_Normalize").mkdir()
         return folder
     transformer_cls, pooling_cls, normalize_cls = _module_classes()
@@ -72,10 +78,13 @@ def pipeline_files(folder: Path) -> dict:
     modules = json.loads((folder / "modules.json").read_text())
     settings = json.loads((folder / "sentence_bert_config.json").read_text())
     st_config = json.loads((folder / "config_sentence_transformers.json").read_text())
-    return {"modules": [entry["type"].rsplit(".", 1)[-1] for entry in modules],
-            "max_seq_length": settings["max_seq_length"], "lower_cases": lower_cases(folder),
-            "prompts": {k: v for k, v in st_config["prompts"].items() if v},
-            "default_prompt_name": st_config["default_prompt_name"]}
+    return {
+        "modules": [entry["type"].rsplit(".", 1)[-1] for entry in modules],
+        "max_seq_length": settings["max_seq_length"],
+        "lower_cases": lower_cases(folder),
+        "prompts": {k: v for k, v in st_config["prompts"].items() if v},
+        "default_prompt_name": st_config["default_prompt_name"],
+    }
 
 
 def lower_cases(folder: Path) -> bool:
@@ -88,8 +97,13 @@ def lower_cases(folder: Path) -> bool:
     return tokenizer("THE QUICK FOX")["input_ids"] == tokenizer("the quick fox")["input_ids"]
 
 
-EXPECTED = {"modules": ["Transformer", "Pooling", "Normalize"], "max_seq_length": 24, "lower_cases": True,
-            "prompts": PROMPTS, "default_prompt_name": "query"}
+EXPECTED = {
+    "modules": ["Transformer", "Pooling", "Normalize"],
+    "max_seq_length": 24,
+    "lower_cases": True,
+    "prompts": PROMPTS,
+    "default_prompt_name": "query",
+}
 
 
 def test_exported_at_the_last_layer_it_is_the_same_embedder(source, tmp_path):
@@ -127,9 +141,23 @@ def test_by_hub_id_from_the_offline_cache_the_pipeline_is_the_same(source, tmp_p
     cache = fake_hub_cache(source, tmp_path / "hub", "someone/tiny-st")
     env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "LAYERPICK_QUIET": "1"}
     out = tmp_path / "by-id"
-    done = subprocess.run([sys.executable, "-c", "from layerpick.cli.app import main; main()", "export",
-                           "someone/tiny-st", "--layer", str(LAYERS), "--output", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from layerpick.cli.app import main; main()",
+            "export",
+            "someone/tiny-st",
+            "--layer",
+            str(LAYERS),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert pipeline_files(out) == EXPECTED
     np.testing.assert_allclose(encode(out), encode(source), atol=1e-5)
@@ -143,14 +171,24 @@ def test_validation_scores_the_embedder_that_export_ships(source, tmp_path):
     task = sts_folder(tmp_path)
     out = tmp_path / "export"
     export_model(str(source), LAYERS, out, ExportConfig(progress=False))
-    layers = run_validation(str(source), [str(task)], ValidateConfig(layers=str(LAYERS), output_dir=tmp_path / "v1", store_dir=tmp_path / "store", progress=False)).report.to_json()
-    exported = run_validation(None, [str(task)], ValidateConfig(exported_dir=out, output_dir=tmp_path / "v2", store_dir=tmp_path / "store", progress=False)).report.to_json()
+    layers = run_validation(
+        str(source),
+        [str(task)],
+        ValidateConfig(layers=str(LAYERS), output_dir=tmp_path / "v1", store_dir=tmp_path / "store", progress=False),
+    ).report.to_json()
+    exported = run_validation(
+        None,
+        [str(task)],
+        ValidateConfig(exported_dir=out, output_dir=tmp_path / "v2", store_dir=tmp_path / "store", progress=False),
+    ).report.to_json()
     assert layers["normalize"] is True and layers["max_length"] == 24
     name = task.name
     assert layers["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(
-        exported["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5)
+        exported["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5
+    )
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("named_by", ["alias", "hub id"])
 def test_minilm_exported_at_layer_6_is_all_minilm_l6_v2(named_by, tmp_path):
@@ -162,9 +200,23 @@ def test_minilm_exported_at_layer_6_is_all_minilm_l6_v2(named_by, tmp_path):
     else:
         cache = fake_hub_cache(original, tmp_path / "hub", "sentence-transformers/all-MiniLM-L6-v2")
         env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "LAYERPICK_QUIET": "1"}
-        done = subprocess.run([sys.executable, "-c", "from layerpick.cli.app import main; main()", "export",
-                               "sentence-transformers/all-MiniLM-L6-v2", "--layer", "6", "--output", str(out)],
-                              capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from layerpick.cli.app import main; main()",
+                "export",
+                "sentence-transformers/all-MiniLM-L6-v2",
+                "--layer",
+                "6",
+                "--output",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr
     files = pipeline_files(out)
     assert files["modules"] == ["Transformer", "Pooling", "Normalize"] and files["max_seq_length"] == 256

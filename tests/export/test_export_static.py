@@ -46,8 +46,23 @@ def bert_static(tiny_dirs, tmp_path_factory) -> Path:
 def llama_cli(tiny_dirs, tmp_path_factory):
     """A Llama static export made through the CLI: last-token pooling, normalised, the default dimension."""
     out = tmp_path_factory.mktemp("llama-static") / "out"
-    result = CliRunner().invoke(app, ["export", str(tiny_dirs("llama")), "--layer", str(LAYER), "--output", str(out),
-                                      "--format", "static", "--pooling", "lasttoken", "--normalize", "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(tiny_dirs("llama")),
+            "--layer",
+            str(LAYER),
+            "--output",
+            str(out),
+            "--format",
+            "static",
+            "--pooling",
+            "lasttoken",
+            "--normalize",
+            "--quiet",
+        ],
+    )
     return out, result
 
 
@@ -79,8 +94,14 @@ def test_model2vec_and_sentence_transformers_load_it_and_agree(exported):
 
 def test_the_directory_holds_the_table_and_no_transformer(bert_static):
     names = {path.name for path in bert_static.iterdir()}
-    assert names == {"model.safetensors", "tokenizer.json", "config.json", "modules.json", "README.md",
-                     "layerpick.json"}
+    assert names == {
+        "model.safetensors",
+        "tokenizer.json",
+        "config.json",
+        "modules.json",
+        "README.md",
+        "layerpick.json",
+    }
     assert json.loads((bert_static / "config.json").read_text())["model_type"] == "model2vec"
     from safetensors import safe_open
 
@@ -125,9 +146,19 @@ def test_cosine_to_the_cut_is_one_where_a_text_is_one_token(family, pooling, tin
     for text in ONE_TOKEN_TEXTS:
         assert len(tokenizer(text, add_special_tokens=False)["input_ids"]) == 1
     out = tmp_path / "out"
-    result = export_model(str(tiny_dirs(family)), LAYER, out, ExportConfig(
-        progress=False, format="static", static_dims=8, pooling=pooling, normalize=True,
-        parity_texts=[*ONE_TOKEN_TEXTS, TEXTS[1]]))
+    result = export_model(
+        str(tiny_dirs(family)),
+        LAYER,
+        out,
+        ExportConfig(
+            progress=False,
+            format="static",
+            static_dims=8,
+            pooling=pooling,
+            normalize=True,
+            parity_texts=[*ONE_TOKEN_TEXTS, TEXTS[1]],
+        ),
+    )
     cosines = result.static["parity"]["cosine_to_cut"]
     assert cosines[:2] == pytest.approx([1.0, 1.0], abs=1e-5)
     assert cosines[2] < 0.999
@@ -160,6 +191,7 @@ def test_the_model_card_says_what_the_static_model_is_and_survives_annotation(be
 # ---- bench and validate take it
 
 
+@pytest.mark.slow
 def test_bench_measures_it_against_its_full_model(bert_static):
     result = run_bench(bert_static, BenchConfig(texts=6, repeats=1, batch_sizes=(1, 3), memory=True))
     assert result.exported.layers == 0 and result.baseline.layers == 4
@@ -187,8 +219,21 @@ def test_bench_layers_takes_its_full_model(bert_static):
 def test_validate_exported_scores_it_at_its_layer(bert_static, tmp_path):
     tasks = sts_folder(tmp_path)
     output = tmp_path / "v"
-    result = CliRunner().invoke(app, ["validate", "--exported", str(bert_static), "--tasks", str(tasks),
-                                      "--output", str(output), "--store", str(tmp_path / "store"), "-q"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "validate",
+            "--exported",
+            str(bert_static),
+            "--tasks",
+            str(tasks),
+            "--output",
+            str(output),
+            "--store",
+            str(tmp_path / "store"),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((output / "validation.json").read_text())
     assert data["layers_evaluated"] == [LAYER] and isinstance(data["mean_by_layer"][LAYER], float)
@@ -204,35 +249,50 @@ def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dir
 
     source = str(tiny_dirs("llama"))
     fit = calibration_file(tmp_path, n=40)
-    picked = run_select(source, config=SelectConfig(calibration=fit, limit=None, metrics="infonce",
-                                                    transform="whiten-8", fit_texts=fit, collect=QUIET))
+    picked = run_select(
+        source,
+        config=SelectConfig(
+            calibration=fit, limit=None, metrics="infonce", transform="whiten-8", fit_texts=fit, collect=QUIET
+        ),
+    )
     write_report(picked, tmp_path / "select")
     report = tmp_path / "select" / "report.json"
     assert json.loads(report.read_text())["transform"]["name"] == "whiten-8"
     with caplog.at_level("WARNING", logger="layerpick.export.static"):
-        result = export_model(source, None, tmp_path / "table", ExportConfig(progress=False, format="static",
-                                                                            static_dims=DIMS, report=report))
+        result = export_model(
+            source,
+            None,
+            tmp_path / "table",
+            ExportConfig(progress=False, format="static", static_dims=DIMS, report=report),
+        )
     assert result.layer == picked.selected_layer and not result.transform
     assert metadata(tmp_path / "table")["layer"] == picked.selected_layer
     assert f"distils layer {picked.selected_layer} without it" in caplog.text
     with pytest.raises(StaticExportError, match="cannot carry the transform whiten-8"):  # asked for: still refused
-        export_model(source, 1, tmp_path / "asked", ExportConfig(progress=False, format="static",
-                                                                 transform="whiten-8", fit_texts=fit))
+        export_model(
+            source,
+            1,
+            tmp_path / "asked",
+            ExportConfig(progress=False, format="static", transform="whiten-8", fit_texts=fit),
+        )
     assert not (tmp_path / "asked").exists()
 
 
 # ---- bad requests: one line, nothing written
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    (dict(prompt="eol"), "cannot carry the prompt template eol: model2vec distils single tokens"),
-    (dict(transform="center"), "cannot carry the transform center"),
-    (dict(max_seq_length=64), "--max-seq-length does not apply to --format static"),
-    (dict(static_dims=0), r"--static-dims must be at least 1 \(got 0\)"),
-    (dict(static_dims=64), r"--static-dims 64 is above the model's hidden size \(32\)"),
-    (dict(format="sentence-transformers", static_dims=8), "--static-dims applies to the static table"),
-    (dict(load_options=LoadOptions(device_map="auto")), "distils on one device: drop --device-map"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(prompt="eol"), "cannot carry the prompt template eol: model2vec distils single tokens"),
+        (dict(transform="center"), "cannot carry the transform center"),
+        (dict(max_seq_length=64), "--max-seq-length does not apply to --format static"),
+        (dict(static_dims=0), r"--static-dims must be at least 1 \(got 0\)"),
+        (dict(static_dims=64), r"--static-dims 64 is above the model's hidden size \(32\)"),
+        (dict(format="sentence-transformers", static_dims=8), "--static-dims applies to the static table"),
+        (dict(load_options=LoadOptions(device_map="auto")), "distils on one device: drop --device-map"),
+    ],
+)
 def test_bad_requests_fail_before_the_weights_are_read(options, message, tiny_dirs, tmp_path):
     source = tmp_path / "source"
     shutil.copytree(tiny_dirs("bert"), source)
@@ -252,13 +312,16 @@ def test_quantize_is_for_onnx_only(tmp_path):
 
 def test_missing_extra_names_the_extra(tiny_dirs, tmp_path, monkeypatch):
     real = static.importlib.util.find_spec
-    monkeypatch.setattr(static.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else
-                        real(name, *a))
-    result = CliRunner().invoke(app, ["export", str(tiny_dirs("bert")), "--layer", "2", "--output",
-                                      str(tmp_path / "out"), "--format", "static"])
+    monkeypatch.setattr(
+        static.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a)
+    )
+    result = CliRunner().invoke(
+        app, ["export", str(tiny_dirs("bert")), "--layer", "2", "--output", str(tmp_path / "out"), "--format", "static"]
+    )
     assert result.exit_code != 0 and isinstance(result.exception, StaticExportError)
-    assert str(result.exception) == ("--format static needs the optional extra: pip install 'layerpick[static]' "
-                                     "(missing: model2vec)")
+    assert str(result.exception) == (
+        "--format static needs the optional extra: pip install 'layerpick[static]' (missing: model2vec)"
+    )
     assert leftovers(tmp_path) == []
 
 
@@ -306,8 +369,9 @@ def test_the_pca_map_takes_rows_to_their_scores():
     scores = (rows - rows.mean(axis=0)) @ basis
     mapping = static.pca_map(rows, scores)
     probe = rng.normal(size=(3, 6))
-    np.testing.assert_allclose(np.hstack([probe, np.ones((3, 1))]) @ mapping, (probe - rows.mean(axis=0)) @ basis,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        np.hstack([probe, np.ones((3, 1))]) @ mapping, (probe - rows.mean(axis=0)) @ basis, atol=1e-4
+    )
     with pytest.raises(StaticExportError, match="not an affine map"):
         static.pca_map(rows, np.tanh(scores))
 
@@ -315,6 +379,7 @@ def test_the_pca_map_takes_rows_to_their_scores():
 # ---- a packaged real model
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_minilm_static_export_loads_in_both_readers(tmp_path):
     entry = registry.ENTRIES["minilm-l6"]
@@ -323,8 +388,10 @@ def test_minilm_static_export_loads_in_both_readers(tmp_path):
     out = tmp_path / "minilm-static"
     result = export_model("minilm-l6", 2, out, ExportConfig(progress=False, format="static", static_dims=128))
     table, parity = result.static, result.static["parity"]
-    print(f"minilm-l6 k=2: {table['vocabulary']['rows']} rows, distilled in {table['distill_seconds']:.1f} s, "
-          f"cosine to the cut mean {parity['mean_cosine']:.4f} min {parity['min_cosine']:.4f}")
+    print(
+        f"minilm-l6 k=2: {table['vocabulary']['rows']} rows, distilled in {table['distill_seconds']:.1f} s, "
+        f"cosine to the cut mean {parity['mean_cosine']:.4f} min {parity['min_cosine']:.4f}"
+    )
     assert table["vocabulary"]["rows"] > 29_000 and table["pca_dims"] == 128 and result.normalize
     texts = list(DEFAULT_PARITY_TEXTS)
     ours = StaticModel.from_pretrained(str(out)).encode(texts)

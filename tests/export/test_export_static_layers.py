@@ -57,8 +57,22 @@ def test_each_layer_is_what_a_single_export_gives(several, layer, tiny_dirs, tmp
 
 def test_the_cli_writes_every_layer(tiny_dirs, tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["export", str(tiny_dirs("bert")), "--layers", "1,2", "--output", str(out),
-                                      "--format", "static", "--static-dims", "8", "--quiet"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(tiny_dirs("bert")),
+            "--layers",
+            "1,2",
+            "--output",
+            str(out),
+            "--format",
+            "static",
+            "--static-dims",
+            "8",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert leftovers(out) == ["layer-1", "layer-2", "layers.json"]
     assert "wrote 2 static exports" in result.output and "layer-1, layer-2" in result.output
@@ -72,15 +86,21 @@ def test_parse_layers():
         parse_layers("0,2")
 
 
-@pytest.mark.parametrize(("layers", "options", "message"), [
-    ("2,5", {}, r"layer 5 is out of range for --layers: this model has layers 1..4"),
-    ("2", dict(format="sentence-transformers", static_dims=None), "--layers writes one static export per layer: "
-                                                                 "add --format static"),
-    ("2", dict(format="onnx", static_dims=None), "add --format static"),
-    ("x", {}, "--layers must be comma-separated layers"),
-    ("2", dict(static_dims=64), r"--static-dims 64 is above the model's hidden size \(32\)"),
-    ("2", dict(prompt="eol"), "cannot carry the prompt template"),
-])
+@pytest.mark.parametrize(
+    ("layers", "options", "message"),
+    [
+        ("2,5", {}, r"layer 5 is out of range for --layers: this model has layers 1..4"),
+        (
+            "2",
+            dict(format="sentence-transformers", static_dims=None),
+            "--layers writes one static export per layer: add --format static",
+        ),
+        ("2", dict(format="onnx", static_dims=None), "add --format static"),
+        ("x", {}, "--layers must be comma-separated layers"),
+        ("2", dict(static_dims=64), r"--static-dims 64 is above the model's hidden size \(32\)"),
+        ("2", dict(prompt="eol"), "cannot carry the prompt template"),
+    ],
+)
 def test_bad_requests_fail_before_the_weights_are_read(layers, options, message, tiny_dirs, tmp_path):
     source = tmp_path / "source"
     shutil.copytree(tiny_dirs("bert"), source)
@@ -92,21 +112,26 @@ def test_bad_requests_fail_before_the_weights_are_read(layers, options, message,
     assert leftovers(tmp_path) == ["source"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--layer", "2", "--layers", "1,2"], "give --layer K or --layers K1,K2,..., not both"),
-    (["--layers", "1,2", "--report", "report.json"], "--layers names the layers to distil: drop --report"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--layer", "2", "--layers", "1,2"], "give --layer K or --layers K1,K2,..., not both"),
+        (["--layers", "1,2", "--report", "report.json"], "--layers names the layers to distil: drop --report"),
+    ],
+)
 def test_conflicting_options_are_one_line(args, message, tiny_dirs, tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["export", str(tiny_dirs("bert")), "--output", str(out), "--format", "static",
-                                      *args])
+    result = CliRunner().invoke(
+        app, ["export", str(tiny_dirs("bert")), "--output", str(out), "--format", "static", *args]
+    )
     assert result.exit_code == 1 and str(result.exception).startswith(message)
     assert len(str(result.exception).splitlines()) == 1
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("error", [static.StaticExportError("model2vec cannot distil BertModel: boom"),
-                                   KeyboardInterrupt()])
+@pytest.mark.parametrize(
+    "error", [static.StaticExportError("model2vec cannot distil BertModel: boom"), KeyboardInterrupt()]
+)
 def test_a_failure_or_interrupt_part_way_leaves_nothing(error, tiny_dirs, tmp_path, monkeypatch):
     real, calls = static.export_static, []
 

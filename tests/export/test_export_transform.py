@@ -57,21 +57,28 @@ def test_the_dense_module_holds_exactly_the_fitted_map(source, fit_file, tmp_pat
     modules = [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((out / "modules.json").read_text())]
     assert modules == ["Transformer", "Pooling", "Dense"]
     config = json.loads((out / "2_Dense" / "config.json").read_text())
-    assert config == {"in_features": 32, "out_features": expected.out_dim, "bias": True,
-                      "activation_function": "torch.nn.modules.linear.Identity"}
+    assert config == {
+        "in_features": 32,
+        "out_features": expected.out_dim,
+        "bias": True,
+        "activation_function": "torch.nn.modules.linear.Identity",
+    }
     encoded = SentenceTransformer(str(out), device="cpu").encode(TEXTS, convert_to_numpy=True)
     scored = expected.apply(layer_states(source, TEXTS).double().numpy())
     assert np.abs(encoded - scored).max() <= 1e-4 * np.abs(scored).max()
     document = json.loads((out / "layerpick.json").read_text())["transform"]
-    assert document["name"] == transform and document["output_dim"] == expected.out_dim == result.transform["output_dim"]
+    assert (
+        document["name"] == transform and document["output_dim"] == expected.out_dim == result.transform["output_dim"]
+    )
     assert document["fit"]["count"] == 40 and len(document["fit"]["sha256"]) == 64
     assert transform in (out / "README.md").read_text()
 
 
 def test_normalize_follows_the_dense_module(source, fit_file, tmp_path):
     out = tmp_path / "cut"
-    export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
-                                                  normalize=True))
+    export_model(
+        source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, normalize=True)
+    )
     modules = [entry["path"] for entry in json.loads((out / "modules.json").read_text())]
     assert modules == ["", "1_Pooling", "2_Dense", "3_Normalize"]
     vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
@@ -79,8 +86,14 @@ def test_normalize_follows_the_dense_module(source, fit_file, tmp_path):
 
 
 def test_select_scores_each_transform_and_the_export_follows_the_report(source, fit_file, tmp_path):
-    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce,dataset-entropy",
-                          transform="none,center,whiten-8", fit_texts=fit_file, collect=QUIET)
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24),
+        limit=None,
+        metrics="infonce,dataset-entropy",
+        transform="none,center,whiten-8",
+        fit_texts=fit_file,
+        collect=QUIET,
+    )
     report = run_select(source, config=config)
     assert set(report.by_prompt) == {"none", "none+center", "none+whiten-8"}
     whitened = report.by_prompt["none+whiten-8"]["scores"]
@@ -92,20 +105,31 @@ def test_select_scores_each_transform_and_the_export_follows_the_report(source, 
     chosen = data.get("transform") or {}
     assert data["by_prompt"] and (chosen.get("name") or "none") in ("none", "center", "whiten-8")
     out = tmp_path / "cut"
-    result = export_model(source, None, out, ExportConfig(progress=False, report=tmp_path / "select" / "report.json",
-                                                          fit_texts=fit_file))
+    result = export_model(
+        source, None, out, ExportConfig(progress=False, report=tmp_path / "select" / "report.json", fit_texts=fit_file)
+    )
     assert (result.transform or {}).get("name") == chosen.get("name")
     assert result.layer == report.selected_layer
 
 
 def test_a_report_refuses_other_fit_texts_and_a_contradicting_transform(source, fit_file, tmp_path):
-    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce",
-                          transform="whiten-8", fit_texts=fit_file, collect=QUIET)
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24),
+        limit=None,
+        metrics="infonce",
+        transform="whiten-8",
+        fit_texts=fit_file,
+        collect=QUIET,
+    )
     write_report(run_select(source, config=config), tmp_path / "select")
     report = tmp_path / "select" / "report.json"
     with pytest.raises(ExportError, match="contradicts the report"):
-        export_model(source, None, tmp_path / "a", ExportConfig(progress=False, report=report, transform="center",
-                                                                fit_texts=fit_file))
+        export_model(
+            source,
+            None,
+            tmp_path / "a",
+            ExportConfig(progress=False, report=report, transform="center", fit_texts=fit_file),
+        )
     (tmp_path / "other").mkdir()
     other = calibration_file(tmp_path / "other", n=30)
     with pytest.raises(Exception, match="not those the report's transform was fitted on"):
@@ -117,8 +141,14 @@ def test_validate_scores_every_transform_side_by_side(source, fit_file, tmp_path
     from layerpick.validation import ValidateConfig, run_validation
 
     folder = sts_folder(tmp_path)
-    config = ValidateConfig(layers="1,2", output_dir=tmp_path / "v", store_dir=tmp_path / "store", progress=False,
-                            transform="none,whiten-8", fit_texts=fit_file)
+    config = ValidateConfig(
+        layers="1,2",
+        output_dir=tmp_path / "v",
+        store_dir=tmp_path / "store",
+        progress=False,
+        transform="none,whiten-8",
+        fit_texts=fit_file,
+    )
     data = run_validation(source, [str(folder)], config).report.to_json()
     assert set(data["by_prompt"]) == {"none", "none+whiten-8"}
     whitened = data["by_prompt"]["none+whiten-8"]
@@ -137,13 +167,19 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
 
     folder = sts_folder(tmp_path)
     common = dict(store_dir=tmp_path / "store", progress=False)
-    layers = run_validation(source, [str(folder)], ValidateConfig(layers=str(LAYER), output_dir=tmp_path / "v1",
-                                                                  transform="whiten-8", fit_texts=fit_file,
-                                                                  **common)).report.to_json()
-    export_model(source, LAYER, tmp_path / "cut", ExportConfig(progress=False, transform="whiten-8",
-                                                                 fit_texts=fit_file))
-    exported = run_validation(None, [str(folder)], ValidateConfig(exported_dir=tmp_path / "cut",
-                                                                  output_dir=tmp_path / "v2", **common)).report.to_json()
+    layers = run_validation(
+        source,
+        [str(folder)],
+        ValidateConfig(
+            layers=str(LAYER), output_dir=tmp_path / "v1", transform="whiten-8", fit_texts=fit_file, **common
+        ),
+    ).report.to_json()
+    export_model(
+        source, LAYER, tmp_path / "cut", ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file)
+    )
+    exported = run_validation(
+        None, [str(folder)], ValidateConfig(exported_dir=tmp_path / "cut", output_dir=tmp_path / "v2", **common)
+    ).report.to_json()
     assert exported["mean_by_layer"][LAYER] == pytest.approx(layers["mean_by_layer"][LAYER], abs=1e-4)
 
 
@@ -153,8 +189,9 @@ def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp
     from layerpick.export.onnx.encoder import OnnxEncoder
 
     out = tmp_path / "cut"
-    result = export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
-                                                           format="onnx"))
+    result = export_model(
+        source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, format="onnx")
+    )
     torch_vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
     with_dense = OnnxEncoder(out).encode(TEXTS)  # onnx/model.onnx, then the Dense module (as ST's ONNX backend)
     mapped = OnnxEncoder(out, "onnx/model_mapped.onnx", apply_dense=False).encode(TEXTS)  # the map inside the graph
@@ -162,24 +199,30 @@ def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp
     assert with_dense.shape == mapped.shape == (4, 8)
     assert np.abs(with_dense - torch_vectors).max() <= 1e-4 * scale
     assert np.abs(mapped - torch_vectors).max() <= 1e-4 * scale
-    assert result.onnx["mapped"]["file"] == "onnx/model_mapped.onnx" and result.onnx["mapped"]["embeddings_max_rel_diff"] <= 1e-4
+    assert (
+        result.onnx["mapped"]["file"] == "onnx/model_mapped.onnx"
+        and result.onnx["mapped"]["embeddings_max_rel_diff"] <= 1e-4
+    )
     assert not (out / "model.onnx").exists()  # a root model.onnx would shadow onnx/model.onnx for ST's backend
 
 
 def test_transform_requests_fail_before_loading(tmp_path, fit_file):
     few = tmp_path / "few.txt"
     few.write_text("one text\nanother text\n")
-    cases = [(dict(transform="whitten"), "unknown transform 'whitten'"),
-             (dict(transform="whiten-64", fit_texts=fit_file), "needs at least 65 fit texts"),
-             (dict(transform="whiten-8", fit_texts=str(few)), "needs at least 9 fit texts (got 2)"),
-             (dict(transform="none,center"), "takes one transform"),
-             (dict(transform="center", representation="raw"), "--representation exported")]
+    cases = [
+        (dict(transform="whitten"), "unknown transform 'whitten'"),
+        (dict(transform="whiten-64", fit_texts=fit_file), "needs at least 65 fit texts"),
+        (dict(transform="whiten-8", fit_texts=str(few)), "needs at least 9 fit texts (got 2)"),
+        (dict(transform="none,center"), "takes one transform"),
+        (dict(transform="center", representation="raw"), "--representation exported"),
+    ]
     for options, message in cases:
         with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
             export_model("./no/such/model", 1, tmp_path / "out", ExportConfig(progress=False, **options))
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost(source, fit_file, tmp_path):
     """serve and bench load an export through `load_encoder`: both backends give the transformed vectors; the
     bench baseline is the full model without the transform, and the transform's own cost is reported."""
@@ -189,8 +232,9 @@ def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost
     from layerpick.export.load import load_encoder
 
     out = tmp_path / "cut"
-    export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file,
-                                                  format="onnx"))
+    export_model(
+        source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, format="onnx")
+    )
     want = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
     for backend in ("torch", "onnx"):
         got = load_encoder(out, "cpu", backend).encode(TEXTS)
@@ -220,9 +264,15 @@ def test_one_fit_pass_serves_every_transform(source, fit_file, tmp_path, monkeyp
     calls = []
     real = scoring.collect
     monkeypatch.setattr(scoring, "collect", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
-    config = SelectConfig(calibration=calibration_file(tmp_path, n=24), limit=None, metrics="prompt-entropy",
-                          rule="min-prompt-entropy", transform="none,center,whiten-8,abtt", fit_texts=fit_file,
-                          collect=QUIET)
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24),
+        limit=None,
+        metrics="prompt-entropy",
+        rule="min-prompt-entropy",
+        transform="none,center,whiten-8,abtt",
+        fit_texts=fit_file,
+        collect=QUIET,
+    )
     run_select(source, config=config)
     assert calls == [24, 40]  # the calibration texts, then the fit texts once for all three transforms
 
@@ -236,7 +286,8 @@ def test_a_whitening_with_fewer_than_two_fit_texts_per_dimension_is_warned_about
     assert thin_fit_warning(parse_transform("whiten-256"), 300, 576) == (
         "whiten-256 keeps 256 dimensions but is fitted on 300 texts, fewer than 2 per dimension: such a fit overfits "
         "its texts (measured at 1.2 per dimension: 3-31 points lost on classification and clustering); give at "
-        "least 512 fit texts or whiten-150")
+        "least 512 fit texts or whiten-150"
+    )
     assert "keeps 299 dimensions" in thin_fit_warning(parse_transform("whiten"), 300, 576)
     assert thin_fit_warning(parse_transform("center"), 3, 576) is None
     fit = calibration_file(tmp_path, n=24)
@@ -245,7 +296,8 @@ def test_a_whitening_with_fewer_than_two_fit_texts_per_dimension_is_warned_about
         assert not caplog.records
         prepare_fit((parse_transform("whiten-16"),), fit, "exported", source, LoadOptions())
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [
-        "whiten-16 keeps 16 dimensions but is fitted on 24 texts, fewer than 2 per dimension"]
+        "whiten-16 keeps 16 dimensions but is fitted on 24 texts, fewer than 2 per dimension"
+    ]
 
 
 def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_embedder(source, tmp_path):
@@ -260,6 +312,7 @@ def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_
     (embedder / "modules.json").write_text("[]")
     (embedder / "config.json").write_text(json.dumps({"hidden_size": 384}))
     assert expand_auto("auto", str(embedder), LoadOptions(), None) == "none"
-    report = run_select(source, config=SelectConfig(calibration=calibration, limit=None, metrics="infonce",
-                                                    collect=QUIET))
+    report = run_select(
+        source, config=SelectConfig(calibration=calibration, limit=None, metrics="infonce", collect=QUIET)
+    )
     assert set(report.by_prompt) == {"none", "none+whiten-12"}

@@ -50,14 +50,17 @@ def test_layer0_is_never_chosen():
         choose_validated([0.9, None, None], range(3))
 
 
-@pytest.mark.parametrize("choose, loss, message", [
-    ("best", None, "--choose must be"),
-    (None, -0.01, "non-negative"),
-    (None, float("nan"), "non-negative"),
-    (None, "abc", "non-negative"),
-    (None, "-0.5", "non-negative"),
-    ("unsupervised", 0.01, "cannot be combined"),
-])
+@pytest.mark.parametrize(
+    "choose, loss, message",
+    [
+        ("best", None, "--choose must be"),
+        (None, -0.01, "non-negative"),
+        (None, float("nan"), "non-negative"),
+        (None, "abc", "non-negative"),
+        (None, "-0.5", "non-negative"),
+        ("unsupervised", 0.01, "cannot be combined"),
+    ],
+)
 def test_bad_choice_options_are_one_line_errors(choose, loss, message):
     with pytest.raises(ChoiceError, match=message):
         ChoiceOptions.parse(choose, loss)

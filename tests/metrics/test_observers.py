@@ -29,9 +29,7 @@ def padded_batch(texts, length, left):
 
 def make_texts(lengths, seed):
     gen = torch.Generator().manual_seed(seed)
-    return [
-        [torch.randn(t, D, generator=gen) for t in lengths] for _ in range(NUM_LAYERS + 1)
-    ]
+    return [[torch.randn(t, D, generator=gen) for t in lengths] for _ in range(NUM_LAYERS + 1)]
 
 
 def feed(observer, batches):

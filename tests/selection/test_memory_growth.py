@@ -47,8 +47,12 @@ SCRIPT = textwrap.dedent("""
 
 def _select_growth(texts: int, work, layers: int = LAYERS) -> dict:
     work.mkdir()
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(layers), str(texts), str(TOKENS), str(HIDDEN),
-                           str(BATCH), str(work)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(layers), str(texts), str(TOKENS), str(HIDDEN), str(BATCH), str(work)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -19,15 +19,17 @@ def mean_norm(states: torch.Tensor, settings) -> float:
 
 @pytest.fixture
 def toy_metric():
-    spec = register_metric(MetricSpec("mean-norm", "Mean L2 norm of the pooled vectors.", frozenset({"pooled"}),
-                                      "max", compute=mean_norm))
+    spec = register_metric(
+        MetricSpec("mean-norm", "Mean L2 norm of the pooled vectors.", frozenset({"pooled"}), "max", compute=mean_norm)
+    )
     yield spec
     unregister_metric(spec.name)
 
 
 def test_a_registered_metric_is_scored_reported_and_chosen_by_a_rule(toy_metric, tiny_dirs, tmp_path):
-    config = SelectConfig(calibration=calibration_file(tmp_path), metrics="mean-norm,dataset-entropy",
-                          rule="max-mean-norm", collect=QUIET)
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path), metrics="mean-norm,dataset-entropy", rule="max-mean-norm", collect=QUIET
+    )
     report = run_select(str(tiny_dirs("llama")), config=config)
     values = report.scores["mean-norm"]
     assert len(values) == report.num_layers + 1 and all(v > 0 for v in values)

@@ -16,6 +16,8 @@ from tests.testkit.calibration import QUIET, calibration_file
 from tests.testkit.tiny import save_tiny
 
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
+
+
 def test_report_has_every_metric_for_every_layer(tiny_dirs, tmp_path):
     config = SelectConfig(calibration=calibration_file(tmp_path), collect=QUIET, scoring=ScoringConfig(views=3))
     report = run_select(str(tiny_dirs("llama")), config=config)
@@ -41,13 +43,24 @@ def test_only_needed_passes(tiny_dirs, tmp_path, monkeypatch):
     calls = []
     real = scoring.collect
     monkeypatch.setattr(scoring, "collect", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
-    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="prompt-entropy", rule="min-prompt-entropy",
-                          collect=QUIET)
+    config = SelectConfig(
+        transform="none",
+        calibration=calibration_file(tmp_path),
+        metrics="prompt-entropy",
+        rule="min-prompt-entropy",
+        collect=QUIET,
+    )
     run_select(str(tiny_dirs("llama")), config=config)
     assert calls == [24]  # no augmented-view pass
     calls.clear()
-    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="dime,infonce,lidar", rule="max-dime",
-                          collect=QUIET, scoring=ScoringConfig(views=3))
+    config = SelectConfig(
+        transform="none",
+        calibration=calibration_file(tmp_path),
+        metrics="dime,infonce,lidar",
+        rule="max-dime",
+        collect=QUIET,
+        scoring=ScoringConfig(views=3),
+    )
     run_select(str(tiny_dirs("llama")), config=config)
     assert calls == [24 * 3]  # one shared view pass, no plain pass
 
@@ -75,8 +88,16 @@ def run_cli(*args, cwd=None):
 
 def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
     out = tmp_path / "out"
-    result = run_cli("select", str(tiny_dirs("bert")), "--calibration", calibration_file(tmp_path), "--json",
-                     "--output", str(out), "--quiet")
+    result = run_cli(
+        "select",
+        str(tiny_dirs("bert")),
+        "--calibration",
+        calibration_file(tmp_path),
+        "--json",
+        "--output",
+        str(out),
+        "--quiet",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report == json.loads((out / "report.json").read_text())
@@ -84,8 +105,21 @@ def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
 
 
 def test_cli_table_marks_the_choice(tiny_dirs, tmp_path):
-    result = run_cli("select", str(tiny_dirs("mamba")), "--transform", "none", "--calibration", calibration_file(tmp_path),
-                     "--output", str(tmp_path / "o"), "--rule", "min-curvature", "--metrics", "curvature", "-q")
+    result = run_cli(
+        "select",
+        str(tiny_dirs("mamba")),
+        "--transform",
+        "none",
+        "--calibration",
+        calibration_file(tmp_path),
+        "--output",
+        str(tmp_path / "o"),
+        "--rule",
+        "min-curvature",
+        "--metrics",
+        "curvature",
+        "-q",
+    )
     assert result.returncode == 0, result.stderr
     assert "curvature ↓" in result.stdout and "◀" in result.stdout and "selected: layer" in result.stdout
 
@@ -101,14 +135,23 @@ def test_cli_table_marks_the_choice(tiny_dirs, tmp_path):
 )
 def test_cli_bad_input(tiny_dirs, tmp_path, args, message):
     out = tmp_path / "out"
-    result = run_cli("select", str(tiny_dirs("llama")), "--calibration", calibration_file(tmp_path),
-                     "--output", str(out), "-q", *args)
+    result = run_cli(
+        "select",
+        str(tiny_dirs("llama")),
+        "--calibration",
+        calibration_file(tmp_path),
+        "--output",
+        str(out),
+        "-q",
+        *args,
+    )
     assert result.returncode == 1
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_cli_on_minilm(tmp_path):
     result = run_cli("select", "minilm-l6", "--limit", "48", "--output", str(tmp_path / "m"), "--json", "-q")
@@ -120,25 +163,37 @@ def test_cli_on_minilm(tmp_path):
 
 # ---------------------------------------------------------------- prompt templates
 
+
 def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
     from layerpick.selection.prompt_choice import choose_pair
     from layerpick.selection.result import SelectReport
     from layerpick.selection.rules import parse_rule
 
     calibration = calibration_file(tmp_path)
-    config = SelectConfig(transform="none", calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="none,eol")
+    config = SelectConfig(
+        transform="none", calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="none,eol"
+    )
     report = run_select(str(tiny_dirs("llama")), config=config)
     assert list(report.by_prompt) == ["none", "eol"]
     assert report.by_prompt["none"]["pooling"] == "mean" and report.by_prompt["eol"]["pooling"] == "lasttoken"
     pair = choose_pair({label: entry["scores"] for label, entry in report.by_prompt.items()}, parse_rule(report.rule))
     assert (report.prompt["name"], report.selected_layer) == (pair.prompt, pair.layer)
-    assert report.scores == report.by_prompt[pair.prompt]["scores"] and report.pooling == report.by_prompt[pair.prompt]["pooling"]
-    alone = run_select(str(tiny_dirs("llama")), config=SelectConfig(transform="none", 
-        calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="eol"))
+    assert (
+        report.scores == report.by_prompt[pair.prompt]["scores"]
+        and report.pooling == report.by_prompt[pair.prompt]["pooling"]
+    )
+    alone = run_select(
+        str(tiny_dirs("llama")),
+        config=SelectConfig(
+            transform="none", calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3), prompt="eol"
+        ),
+    )
     assert alone.by_prompt is None and alone.prompt["name"] == "eol" and alone.pooling == "lasttoken"
     assert alone.scores == report.by_prompt["eol"]["scores"]  # one pass per template, the same as alone
-    plain = run_select(str(tiny_dirs("llama")), config=SelectConfig(calibration=calibration, collect=QUIET,
-                                                                     scoring=ScoringConfig(views=3)))
+    plain = run_select(
+        str(tiny_dirs("llama")),
+        config=SelectConfig(calibration=calibration, collect=QUIET, scoring=ScoringConfig(views=3)),
+    )
     assert plain.prompt == {"name": "none", "template": None} and plain.scores != alone.scores
     assert SelectReport.from_json(json.loads(json.dumps(report.to_json()))).to_json() == report.to_json()
     assert "by_prompt" not in alone.to_json()
@@ -146,8 +201,21 @@ def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
 
 def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
     out = tmp_path / "o"
-    result = run_cli("select", str(tiny_dirs("gpt2")), "--transform", "none", "--calibration", calibration_file(tmp_path), "--output",
-                     str(out), "--prompt", "none,eol,sum", "--metrics", "infonce", "-q")
+    result = run_cli(
+        "select",
+        str(tiny_dirs("gpt2")),
+        "--transform",
+        "none",
+        "--calibration",
+        calibration_file(tmp_path),
+        "--output",
+        str(out),
+        "--prompt",
+        "none,eol,sum",
+        "--metrics",
+        "infonce",
+        "-q",
+    )
     assert result.returncode == 0, result.stderr
     assert "side by side" in result.stdout and "selected: prompt" in " ".join(result.stdout.split())
     report = json.loads((out / "report.json").read_text())
@@ -168,8 +236,16 @@ def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
 )
 def test_cli_bad_prompt(tiny_dirs, tmp_path, args, message):
     out = tmp_path / "out"
-    result = run_cli("select", str(tiny_dirs("llama")), "--calibration", calibration_file(tmp_path),
-                     "--output", str(out), "-q", *args)
+    result = run_cli(
+        "select",
+        str(tiny_dirs("llama")),
+        "--calibration",
+        calibration_file(tmp_path),
+        "--output",
+        str(out),
+        "-q",
+        *args,
+    )
     assert result.returncode == 1, result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not out.exists()
@@ -180,9 +256,24 @@ def test_prompt_from_the_environment(tiny_dirs, tmp_path, monkeypatch):
 
     out = tmp_path / "o"
     env = {**os.environ, "LAYERPICK_PROMPT": "eol"}
-    result = subprocess.run([LAYERPICK, "select", str(tiny_dirs("llama")), "--calibration", calibration_file(tmp_path),
-                             "--output", str(out), "--metrics", "infonce", "-q"], capture_output=True, text=True,
-                            env=env, timeout=300)
+    result = subprocess.run(
+        [
+            LAYERPICK,
+            "select",
+            str(tiny_dirs("llama")),
+            "--calibration",
+            calibration_file(tmp_path),
+            "--output",
+            str(out),
+            "--metrics",
+            "infonce",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "report.json").read_text())["prompt"]["name"] == "eol"
 
@@ -193,10 +284,20 @@ def test_views_wrap_the_augmented_text_not_the_template(tiny_dirs, tmp_path, mon
 
     calls = []
     real = scoring.collect
-    monkeypatch.setattr(scoring, "collect", lambda loaded, texts, config, *a: calls.append((list(texts), config.prompt))
-                        or real(loaded, texts, config, *a))
-    config = SelectConfig(transform="none", calibration=calibration_file(tmp_path), metrics="infonce", rule="min-infonce",
-                          collect=QUIET, scoring=ScoringConfig(views=2), prompt="eol")
+    monkeypatch.setattr(
+        scoring,
+        "collect",
+        lambda loaded, texts, config, *a: calls.append((list(texts), config.prompt)) or real(loaded, texts, config, *a),
+    )
+    config = SelectConfig(
+        transform="none",
+        calibration=calibration_file(tmp_path),
+        metrics="infonce",
+        rule="min-infonce",
+        collect=QUIET,
+        scoring=ScoringConfig(views=2),
+        prompt="eol",
+    )
     run_select(str(tiny_dirs("llama")), config=config)
     ((views, prompt),) = calls
     assert prompt == parse_prompt("eol") and len(views) == 48

@@ -78,6 +78,8 @@ def test_choose_pair_compares_templates_and_layers():
     # one template alone: the same layer as choose_layer
     alone = choose_pair({"none": scores["none"]}, rule)
     assert alone.layer == choose_layer(scores["none"], rule).layer == 2
-    ranked = choose_pair({"a": {"infonce": [0, 3, 2], "lidar": [0, 1, 5]},
-                          "b": {"infonce": [0, 1, 2], "lidar": [0, 4, 2]}}, parse_rule("rank:min-infonce,max-lidar"))
+    ranked = choose_pair(
+        {"a": {"infonce": [0, 3, 2], "lidar": [0, 1, 5]}, "b": {"infonce": [0, 1, 2], "lidar": [0, 4, 2]}},
+        parse_rule("rank:min-infonce,max-lidar"),
+    )
     assert (ranked.prompt, ranked.layer) == ("b", 1)

@@ -39,8 +39,10 @@ def export_dir(tiny_dirs, tmp_path_factory):
 
 def request_bytes(text: str) -> tuple[bytes, bytes]:
     body = json.dumps({"input": [text]}).encode()
-    head = (f"POST /v1/embeddings HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST /v1/embeddings HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     return head, body
 
 
@@ -84,10 +86,20 @@ def test_200_simultaneous_connections_all_get_200(export_dir):
 
 
 def test_sigterm_answers_every_accepted_request_and_health_says_503(export_dir):
-    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", str(export_dir),
-               "--port", "0", "--threads", "1"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    command = [
+        sys.executable,
+        "-c",
+        "from layerpick.cli.app import main; main()",
+        "serve",
+        str(export_dir),
+        "--port",
+        "0",
+        "--threads",
+        "1",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     sockets = []

@@ -85,12 +85,14 @@ def strict_server(model):
 
 TEXT_FAULTS = [  # (the body as sent, status, the whole error message or the text the 200's vector is of)
     pytest.param(rb'{"input": "abc \ud800 def"}', 400, lone(0, r"\ud800", 4), id="lone-high-surrogate"),
-    pytest.param(rb'{"input": ["a", "b", "c", "x\udfff"]}', 400, lone(3, r"\udfff", 1),
-                 id="lone-low-surrogate-at-index-3"),
+    pytest.param(
+        rb'{"input": ["a", "b", "c", "x\udfff"]}', 400, lone(3, r"\udfff", 1), id="lone-low-surrogate-at-index-3"
+    ),
     pytest.param(rb'{"input": "\ude00\ud83d"}', 400, lone(0, r"\ude00", 0), id="reversed-surrogate-pair"),
-    pytest.param(rb'{"input": "smile \ud83d\ude00"}', 200, "smile \U0001F600", id="escaped-surrogate-pair"),
-    pytest.param(rb'{"input": "a\u0000b\ufffe\udbff\udfff"}', 200, "a\x00b\ufffe\U0010FFFF",
-                 id="nul-and-noncharacters"),
+    pytest.param(rb'{"input": "smile \ud83d\ude00"}', 200, "smile \U0001f600", id="escaped-surrogate-pair"),
+    pytest.param(
+        rb'{"input": "a\u0000b\ufffe\udbff\udfff"}', 200, "a\x00b\ufffe\U0010ffff", id="nul-and-noncharacters"
+    ),
 ]
 
 
@@ -113,8 +115,19 @@ def test_poisoned_requests_beside_good_ones(server, model):
 def test_poisoned_requests_beside_good_ones_against_layerpick_serve(model):
     """The same, against `layerpick serve` in its own process (the command users run)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", MINILM, "--port", "0",
-               "--max-wait-ms", "50", "--model-name", SERVED]
+    command = [
+        sys.executable,
+        "-c",
+        "from layerpick.cli.app import main; main()",
+        "serve",
+        MINILM,
+        "--port",
+        "0",
+        "--max-wait-ms",
+        "50",
+        "--model-name",
+        SERVED,
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
@@ -235,8 +248,9 @@ def test_model_field(request, model, strict, named, status):
         assert payload == {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}}
 
 
-@pytest.mark.parametrize("flag, strict", [pytest.param(["--strict-model"], True, id="flag"),
-                                          pytest.param([], False, id="default")])
+@pytest.mark.parametrize(
+    "flag, strict", [pytest.param(["--strict-model"], True, id="flag"), pytest.param([], False, id="default")]
+)
 def test_cli_strict_model_reaches_the_server(monkeypatch, flag, strict):
     from typer.testing import CliRunner
 

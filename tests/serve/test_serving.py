@@ -68,29 +68,33 @@ def server(model):
 def test_parse_request_accepts_a_string_or_a_list():
     one = parse_request(b'{"input": "hi"}', LIMITS, 384)
     assert one == EmbeddingRequest(["hi"], None, "float", None)
-    many = parse_request(b'{"input": ["a", "b"], "model": "m", "encoding_format": "base64", "dimensions": 8}',
-                         LIMITS, 384)
+    many = parse_request(
+        b'{"input": ["a", "b"], "model": "m", "encoding_format": "base64", "dimensions": 8}', LIMITS, 384
+    )
     assert many == EmbeddingRequest(["a", "b"], "m", "base64", 8)
 
 
-@pytest.mark.parametrize("body, status, words", [
-    (b"{not json", 400, "not valid JSON"),
-    (b"[1, 2]", 400, "JSON object"),
-    (b"{}", 400, "'input' is required"),
-    (b'{"input": 5}', 400, "string or a list of strings"),
-    (b'{"input": ["a", 5]}', 400, "string or a list of strings"),
-    (b'{"input": [[1, 2, 3]]}', 400, "token arrays are not supported"),
-    (b'{"input": []}', 400, "empty list"),
-    (b'{"input": ["a", ""]}', 400, "input[1] is an empty string"),
-    (b'{"input": "a", "model": 3}', 400, "'model' must be a string"),
-    (b'{"input": "a", "encoding_format": "int8"}', 400, "'encoding_format' must be one of float, base64"),
-    (b'{"input": "a", "dimensions": 0}', 400, "from 1 to 384"),
-    (b'{"input": "a", "dimensions": 385}', 400, "from 1 to 384"),
-    (b'{"input": "a", "dimensions": "8"}', 400, "from 1 to 384"),
-    (b'{"input": "a", "dimensions": true}', 400, "from 1 to 384"),
-    (json.dumps({"input": ["a"] * 9}).encode(), 413, "too many inputs: 9 in one request, the limit is 8"),
-    (json.dumps({"input": ["a", "b" * 201]}).encode(), 413, "input[1] has 201 characters, the limit is 200"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b"{}", 400, "'input' is required"),
+        (b'{"input": 5}', 400, "string or a list of strings"),
+        (b'{"input": ["a", 5]}', 400, "string or a list of strings"),
+        (b'{"input": [[1, 2, 3]]}', 400, "token arrays are not supported"),
+        (b'{"input": []}', 400, "empty list"),
+        (b'{"input": ["a", ""]}', 400, "input[1] is an empty string"),
+        (b'{"input": "a", "model": 3}', 400, "'model' must be a string"),
+        (b'{"input": "a", "encoding_format": "int8"}', 400, "'encoding_format' must be one of float, base64"),
+        (b'{"input": "a", "dimensions": 0}', 400, "from 1 to 384"),
+        (b'{"input": "a", "dimensions": 385}', 400, "from 1 to 384"),
+        (b'{"input": "a", "dimensions": "8"}', 400, "from 1 to 384"),
+        (b'{"input": "a", "dimensions": true}', 400, "from 1 to 384"),
+        (json.dumps({"input": ["a"] * 9}).encode(), 413, "too many inputs: 9 in one request, the limit is 8"),
+        (json.dumps({"input": ["a", "b" * 201]}).encode(), 413, "input[1] has 201 characters, the limit is 200"),
+    ],
+)
 def test_parse_request_rejects_with_a_clear_message(body, status, words):
     with pytest.raises(ApiError) as caught:
         parse_request(body, LIMITS, 384)
@@ -188,13 +192,16 @@ def test_dimensions_keep_the_first_n_renormalised(server, model):
     assert np.linalg.norm(got) == pytest.approx(1.0, abs=1e-5)
 
 
-@pytest.mark.parametrize("body, status, code", [
-    (b"{\"input\": ", 400, "invalid_json"),
-    ({"input": 12}, 400, "invalid_input"),
-    ({"input": "x", "dimensions": 1000}, 400, "invalid_dimensions"),
-    ({"input": ["x"] * 9}, 413, "too_many_inputs"),
-    ({"input": "y" * 201}, 413, "input_too_long"),
-])
+@pytest.mark.parametrize(
+    "body, status, code",
+    [
+        (b'{"input": ', 400, "invalid_json"),
+        ({"input": 12}, 400, "invalid_input"),
+        ({"input": "x", "dimensions": 1000}, 400, "invalid_dimensions"),
+        ({"input": ["x"] * 9}, 413, "too_many_inputs"),
+        ({"input": "y" * 201}, 413, "input_too_long"),
+    ],
+)
 def test_bad_requests_get_json_errors(server, body, status, code):
     got, payload = embed(server.url, body)
     assert got == status
@@ -233,7 +240,7 @@ def test_health_reports_the_model(server):
 
 def test_concurrent_burst_is_batched_and_answered_correctly(model):
     config = ServeConfig(port=0, batch_size=32, max_wait_ms=100)
-    requests = [TEXTS[i % len(TEXTS): i % len(TEXTS) + 1 + i % 3] for i in range(32)]
+    requests = [TEXTS[i % len(TEXTS) : i % len(TEXTS) + 1 + i % 3] for i in range(32)]
     with EmbeddingServer(MINILM, config, model=model).start() as running:
         with ThreadPoolExecutor(max_workers=8) as pool:
             answers = list(pool.map(lambda texts: embed(running.url, {"input": texts}), requests))
@@ -248,7 +255,7 @@ def test_concurrent_burst_is_batched_and_answered_correctly(model):
 
 
 BAD_REQUESTS = [  # (body, expected status, words in the message); LIMITS allow 8 inputs of 200 characters
-    (b"{\"input\": [", 400, "not valid JSON"),
+    (b'{"input": [', 400, "not valid JSON"),
     (b"\xff\xfe", 400, "not valid JSON"),
     ({"input": None}, 400, "'input' is required"),
     ({"input": [1, 2]}, 400, "token arrays are not supported"),
@@ -385,11 +392,13 @@ def test_cli_help_shows_an_example_and_the_options():
 
 def test_cli_bad_directory_is_one_line_exit_1(tmp_path):
     layerpick = os.path.join(os.path.dirname(sys.executable), "layerpick")
-    done = subprocess.run([layerpick, "serve", str(tmp_path / "nothing"), "--port", "0"], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [layerpick, "serve", str(tmp_path / "nothing"), "--port", "0"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"layerpick: error: not a sentence-transformers directory (no modules.json): {tmp_path / 'nothing'}"]
+        f"layerpick: error: not a sentence-transformers directory (no modules.json): {tmp_path / 'nothing'}"
+    ]
 
 
 def _read_lines(stream, lines: queue.Queue) -> None:
@@ -399,8 +408,17 @@ def _read_lines(stream, lines: queue.Queue) -> None:
 
 def test_sigterm_stops_the_cli_server_with_exit_code_0():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, "-c", "from layerpick.cli.app import main; main()", "serve", MINILM, "--port", "0",
-               "--threads", "1"]
+    command = [
+        sys.executable,
+        "-c",
+        "from layerpick.cli.app import main; main()",
+        "serve",
+        MINILM,
+        "--port",
+        "0",
+        "--threads",
+        "1",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_read_lines, args=(process.stderr, lines), daemon=True).start()

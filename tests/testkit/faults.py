@@ -75,28 +75,49 @@ DEVICE_FAULTS = (  # a device or dtype this machine cannot give: checked before 
 TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({random}) weights are read
     Fault("transform-unknown", "--transform whitten", USER, ["unknown transform 'whitten'", "did you mean 'whiten'"]),
     Fault("transform-size-not-a-number", "--transform whiten-x", USER, ["must be a positive integer"]),
-    Fault("transform-above-hidden-size", "--transform whiten-64", USER,
-          ["whiten-64: 64 output dimensions is more than the model's hidden size (32)"]),
-    Fault("transform-above-fit-set", "--transform whiten-8 --fit-texts {fewfit}", USER,
-          ["whiten-8 needs at least 9 fit texts (got 3)", "--fit-texts"]),
+    Fault(
+        "transform-above-hidden-size",
+        "--transform whiten-64",
+        USER,
+        ["whiten-64: 64 output dimensions is more than the model's hidden size (32)"],
+    ),
+    Fault(
+        "transform-above-fit-set",
+        "--transform whiten-8 --fit-texts {fewfit}",
+        USER,
+        ["whiten-8 needs at least 9 fit texts (got 3)", "--fit-texts"],
+    ),
     Fault("fit-texts-missing", "--transform center --fit-texts {ws}/none.txt", USER, ["--fit-texts", "not found"]),
-    Fault("fit-texts-text-not-a-string", "--transform center --fit-texts {numtext}", USER,
-          ["--fit-texts: {numtext}: line 1: field 'text' is a number, not a string"]),
-    Fault("transform-with-raw", "--transform center --representation raw", USER,
-          ["--transform needs --representation exported"]),
+    Fault(
+        "fit-texts-text-not-a-string",
+        "--transform center --fit-texts {numtext}",
+        USER,
+        ["--fit-texts: {numtext}: line 1: field 'text' is a number, not a string"],
+    ),
+    Fault(
+        "transform-with-raw",
+        "--transform center --representation raw",
+        USER,
+        ["--transform needs --representation exported"],
+    ),
 )
 
 
 def model_fault_rows(command: str, tail: str) -> list[Row]:
     """`command MODEL tail` for every model fault, then `command {random} tail OPTION` for every device fault."""
-    return ([Row(command, fault.case, f"{command} {fault.arg} {tail}", fault.code, fault.words, fault)
-             for fault in MODEL_FAULTS] + option_fault_rows(command, tail, DEVICE_FAULTS))
+    return [
+        Row(command, fault.case, f"{command} {fault.arg} {tail}", fault.code, fault.words, fault)
+        for fault in MODEL_FAULTS
+    ] + option_fault_rows(command, tail, DEVICE_FAULTS)
 
 
 def option_fault_rows(command: str, tail: str, faults: Sequence[Fault], skip: tuple[str, ...] = ()) -> list[Row]:
     """`command {random} tail OPTION` for every fault of `faults` whose case is not in `skip`."""
-    return [Row(command, fault.case, f"{command} {{random}} {tail} {fault.arg}", fault.code, fault.words, fault)
-            for fault in faults if fault.case not in skip]
+    return [
+        Row(command, fault.case, f"{command} {{random}} {tail} {fault.arg}", fault.code, fault.words, fault)
+        for fault in faults
+        if fault.case not in skip
+    ]
 
 
 def carries(row: Row, fault: Fault) -> bool:
@@ -110,14 +131,21 @@ def carries(row: Row, fault: Fault) -> bool:
     if fault in MODEL_FAULTS:
         return len(argv) > 1 and argv[1] == fault.arg
     option = fault.arg.split()
-    return any(argv[i:i + len(option)] == option for i in range(1, len(argv)))
+    return any(argv[i : i + len(option)] == option for i in range(1, len(argv)))
 
 
-def missing_pairs(rows: Sequence[Row], commands: Sequence[str] = MODEL_LOADING_COMMANDS,
-                  faults: Sequence[Fault] = MODEL_FAULTS + DEVICE_FAULTS) -> list[tuple[str, str]]:
+def missing_pairs(
+    rows: Sequence[Row],
+    commands: Sequence[str] = MODEL_LOADING_COMMANDS,
+    faults: Sequence[Fault] = MODEL_FAULTS + DEVICE_FAULTS,
+) -> list[tuple[str, str]]:
     """The (command, fault case) pairs that no row covers."""
-    return [(command, fault.case) for command in commands for fault in faults
-            if not any(row.command == command and carries(row, fault) for row in rows)]
+    return [
+        (command, fault.case)
+        for command in commands
+        for fault in faults
+        if not any(row.command == command and carries(row, fault) for row in rows)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- the fixtures
@@ -126,13 +154,17 @@ def missing_pairs(rows: Sequence[Row], commands: Sequence[str] = MODEL_LOADING_C
 def build_fixtures(tiny: Path, root: Path) -> dict[str, str]:
     """Every input the rows name in braces (but `{ws}` and `{busyport}`, which are per test), built under `root`
     from the saved tiny Llama `tiny`."""
-    paths = {"tiny": tiny, "trunc": broken_copy(tiny, root / "trunc", lambda data: data[: len(data) // 2]),
-             "random": broken_copy(tiny, root / "random", lambda data: os.urandom(4096)),
-             "empty": broken_copy(tiny, root / "empty", lambda data: b""),
-             "badtok": broken_copy(tiny, root / "badtok", None, tokenizer=b'{"version": "1.0", "model": '),
-             "badconfig": broken_copy(tiny, root / "badconfig", None, config=b"{\n  broken\n"),
-             "t5": t5_model(root / "t5"), "pickle": pickle_model(root / "pickle"),
-             "zerotok": zero_token_model(root / "zt")}
+    paths = {
+        "tiny": tiny,
+        "trunc": broken_copy(tiny, root / "trunc", lambda data: data[: len(data) // 2]),
+        "random": broken_copy(tiny, root / "random", lambda data: os.urandom(4096)),
+        "empty": broken_copy(tiny, root / "empty", lambda data: b""),
+        "badtok": broken_copy(tiny, root / "badtok", None, tokenizer=b'{"version": "1.0", "model": '),
+        "badconfig": broken_copy(tiny, root / "badconfig", None, config=b"{\n  broken\n"),
+        "t5": t5_model(root / "t5"),
+        "pickle": pickle_model(root / "pickle"),
+        "zerotok": zero_token_model(root / "zt"),
+    }
     paths["notgguf"] = write(root / "gguf" / "model.gguf", b"this is not a GGUF file\n")
     paths["blank"] = write(root / "blank.txt", b"\n\n")
     paths["fewfit"] = write(root / "fewfit.txt", b"one unlabelled text\nanother one\na third\n")
@@ -158,8 +190,14 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
-def broken_copy(source: Path, target: Path, weights: Callable[[bytes], bytes] | None, *,
-                tokenizer: bytes | None = None, config: bytes | None = None) -> Path:
+def broken_copy(
+    source: Path,
+    target: Path,
+    weights: Callable[[bytes], bytes] | None,
+    *,
+    tokenizer: bytes | None = None,
+    config: bytes | None = None,
+) -> Path:
     """A copy of the model folder `source` whose weights are `weights(the weights)`, and whose tokenizer.json and
     config.json are replaced by the bytes given."""
     shutil.copytree(source, target)
@@ -236,15 +274,31 @@ def static_export(tiny: Path, root: Path) -> Path:
 
 def report(model: str) -> dict:
     """A select report.json for `model`."""
-    return {"model": model, "num_layers": 4, "selected_layer": 2, "pooling": "mean", "representation": "exported",
-            "rule": "min-dime", "scores": {"dime": [0.0, 1.0, 2.0, 3.0, 4.0]}, "directions": {"dime": "min"},
-            "family": "llama", "calibration": {"source": "x", "count": 12, "sha256": "0" * 64}}
+    return {
+        "model": model,
+        "num_layers": 4,
+        "selected_layer": 2,
+        "pooling": "mean",
+        "representation": "exported",
+        "rule": "min-dime",
+        "scores": {"dime": [0.0, 1.0, 2.0, 3.0, 4.0]},
+        "directions": {"dime": "min"},
+        "family": "llama",
+        "calibration": {"source": "x", "count": 12, "sha256": "0" * 64},
+    }
 
 
 def validation(model: str) -> dict:
     """A validation.json whose one task failed: no score at any layer."""
-    return {"model": model, "num_layers": 4, "layers_evaluated": [1], "tasks": {"flat": {"main_score_by_layer":
-            [None] * 5}}, "mean_by_layer": [None] * 5, "selected_layer": None, "best_layer": None}
+    return {
+        "model": model,
+        "num_layers": 4,
+        "layers_evaluated": [1],
+        "tasks": {"flat": {"main_score_by_layer": [None] * 5}},
+        "mean_by_layer": [None] * 5,
+        "selected_layer": None,
+        "best_layer": None,
+    }
 
 
 def single_label_folder(root: Path, name: str) -> Path:
@@ -263,13 +317,18 @@ def write_qrels(folder: Path, pairs: Sequence[tuple[str, str]]) -> Path:
 def unscorable(root: Path) -> dict[str, Path]:
     """Inputs that cannot give a score or a text: STS scores all equal, qrels of absent documents or queries, a
     text that is a number; a task folder whose path holds a comma; a validation.json with no scores."""
-    flat = write_jsonl(root / "flat" / "test.jsonl",
-                       [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)]).parent
+    flat = write_jsonl(
+        root / "flat" / "test.jsonl", [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)]
+    ).parent
     numbered = classification_folder(root, "numtextcls")
     write_jsonl(numbered / "test.jsonl", [{"text": 7, "label": 0}, {"text": "seven", "label": 1}])
     unscored = {**validation("other/model"), "failures": {"flat": "the folder's scores are all equal"}}
-    return {"flatsts": flat, "numtextcls": numbered, "commasts": sts_folder(root, "scores,2024"),
-            "nodocs": write_qrels(retrieval_folder(root, "nodocs"), [(f"q{i}", f"gone{i}") for i in range(4)]),
-            "noqueries": write_qrels(retrieval_folder(root, "noqueries"), [(f"who{i}", f"d{i}") for i in range(4)]),
-            "numtext": write(root / "numtext.jsonl", b'{"text": 3}\n'),
-            "unscored": write(root / "unscored" / "validation.json", json.dumps(unscored).encode())}
+    return {
+        "flatsts": flat,
+        "numtextcls": numbered,
+        "commasts": sts_folder(root, "scores,2024"),
+        "nodocs": write_qrels(retrieval_folder(root, "nodocs"), [(f"q{i}", f"gone{i}") for i in range(4)]),
+        "noqueries": write_qrels(retrieval_folder(root, "noqueries"), [(f"who{i}", f"d{i}") for i in range(4)]),
+        "numtext": write(root / "numtext.jsonl", b'{"text": 3}\n'),
+        "unscored": write(root / "unscored" / "validation.json", json.dumps(unscored).encode()),
+    }

@@ -66,15 +66,21 @@ class Launched:
         return self.process.returncode, out, err
 
 
-def launch(tmp_path: Path, where: str, when: str, *argv: str, env: dict | None = None,
-           cwd: Path | None = None) -> Launched:
+def launch(
+    tmp_path: Path, where: str, when: str, *argv: str, env: dict | None = None, cwd: Path | None = None
+) -> Launched:
     """Start `layerpick *argv`, paused `when` ("before" / "after") `where` ("module:function"); return once it
     is there."""
     tag = f"{where.replace(':', '-')}-{when}-{time.monotonic_ns()}"
     marker, release = tmp_path / f"marker-{tag}", tmp_path / f"release-{tag}"
-    process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(marker), str(release), where, when, *argv],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})}, cwd=cwd)
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(marker), str(release), where, when, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
     deadline = time.monotonic() + 300
     while not marker.exists():
         if process.poll() is not None:

@@ -7,17 +7,29 @@ from typing import Any
 from layerpick.export.metadata import ExportMetadata
 
 
-def export_metadata(source: dict[str, Any] | None = None, layer: int = 3, num_layers: int = 6,
-                    **fields: Any) -> ExportMetadata:
+def export_metadata(
+    source: dict[str, Any] | None = None, layer: int = 3, num_layers: int = 6, **fields: Any
+) -> ExportMetadata:
     """An export's metadata with the given source, layer and fields; every other required field a plain value."""
-    values = dict(source=source or {"model": "minilm-l6", "path": None}, layer=layer, num_layers=num_layers,
-                  representation="exported", pooling="mean", normalize=False, max_seq_length=128,
-                  parameters={"full": 2, "cut": 1}, weights_bytes=1, parity={}, command="layerpick export")
+    values = dict(
+        source=source or {"model": "minilm-l6", "path": None},
+        layer=layer,
+        num_layers=num_layers,
+        representation="exported",
+        pooling="mean",
+        normalize=False,
+        max_seq_length=128,
+        parameters={"full": 2, "cut": 1},
+        weights_bytes=1,
+        parity={},
+        command="layerpick export",
+    )
     return ExportMetadata(**{**values, **fields})
 
 
-def export_metadata_json(source: dict[str, Any] | None = None, layer: int = 3, num_layers: int = 6,
-                         **fields: Any) -> dict[str, Any]:
+def export_metadata_json(
+    source: dict[str, Any] | None = None, layer: int = 3, num_layers: int = 6, **fields: Any
+) -> dict[str, Any]:
     """The same as the file's JSON object."""
     return export_metadata(source, layer, num_layers, **fields).to_json()
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-WORDS = ("the quick brown fox jumps over lazy dog layer selection model cut blocks faster serve embeddings "
-         "sentences questions answers numbers").split()
+WORDS = (
+    "the quick brown fox jumps over lazy dog layer selection model cut blocks faster serve embeddings "
+    "sentences questions answers numbers"
+).split()
 
 
 def sentence(i: int, n: int = 5) -> str:
@@ -20,8 +22,10 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def sts_folder(root: Path, name: str = "sts", n: int = 14) -> Path:
-    write_jsonl(root / name / "test.jsonl",
-                [{"sentence1": sentence(i), "sentence2": sentence(i * 3 + 1), "score": float(i % 5)} for i in range(n)])
+    write_jsonl(
+        root / name / "test.jsonl",
+        [{"sentence1": sentence(i), "sentence2": sentence(i * 3 + 1), "score": float(i % 5)} for i in range(n)],
+    )
     return root / name
 
 
@@ -32,26 +36,33 @@ def classification_folder(root: Path, name: str = "cls") -> Path:
 
 
 def pair_folder(root: Path, name: str = "pairs") -> Path:
-    write_jsonl(root / name / "test.jsonl",
-                [{"sentence1": sentence(i), "sentence2": sentence(i + i % 2), "label": i % 2} for i in range(16)])
+    write_jsonl(
+        root / name / "test.jsonl",
+        [{"sentence1": sentence(i), "sentence2": sentence(i + i % 2), "label": i % 2} for i in range(16)],
+    )
     return root / name
 
 
 def clustering_folder(root: Path, name: str = "clusters") -> Path:
-    write_jsonl(root / name / "test.jsonl", [
-        {"sentences": [sentence(i) for i in range(24)], "labels": [f"c{i % 4}" for i in range(24)]},
-        {"sentences": [sentence(i + 40) for i in range(12)], "labels": [f"c{i % 3}" for i in range(12)]},
-    ])
+    write_jsonl(
+        root / name / "test.jsonl",
+        [
+            {"sentences": [sentence(i) for i in range(24)], "labels": [f"c{i % 4}" for i in range(24)]},
+            {"sentences": [sentence(i + 40) for i in range(12)], "labels": [f"c{i % 3}" for i in range(12)]},
+        ],
+    )
     return root / name
 
 
 def retrieval_folder(root: Path, name: str = "retrieval") -> Path:
     folder = root / name
-    write_jsonl(folder / "corpus.jsonl",
-                [{"_id": f"d{i}", "title": f"doc {i}", "text": sentence(i, 8)} for i in range(30)])
+    write_jsonl(
+        folder / "corpus.jsonl", [{"_id": f"d{i}", "title": f"doc {i}", "text": sentence(i, 8)} for i in range(30)]
+    )
     write_jsonl(folder / "queries.jsonl", [{"_id": f"q{i}", "text": sentence(i * 3, 3)} for i in range(10)])
-    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n"
-                                      + "".join(f"q{i}\td{(i * 3) % 30}\t1\n" for i in range(10)))
+    (folder / "qrels.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{(i * 3) % 30}\t1\n" for i in range(10))
+    )
     return folder
 
 

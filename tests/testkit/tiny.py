@@ -50,8 +50,12 @@ def tokenizer_object(encoder: bool) -> Tokenizer:
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] if encoder else ["<pad>", "<unk>", "<s>", "</s>"]
     tok = Tokenizer(models.BPE(unk_token=specials[1]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB - 20, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB - 20,
+        special_tokens=specials,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(TRAINING_TEXT, trainer)
     if encoder:
         tok.post_processor = processors.TemplateProcessing(
@@ -62,8 +66,10 @@ def tokenizer_object(encoder: bool) -> Tokenizer:
 
 def make_tokenizer(family: str):
     encoder = family in ENCODERS
-    specials = dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]") if encoder else dict(
-        pad_token="<pad>", unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    specials = (
+        dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]")
+        if encoder
+        else dict(pad_token="<pad>", unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     )
     fresh = Tokenizer.from_str(tokenizer_object(encoder).to_str())
     tokenizer = tf.PreTrainedTokenizerFast(tokenizer_object=fresh, **specials)

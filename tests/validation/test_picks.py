@@ -28,8 +28,9 @@ def test_frontier_and_side_by_side_picks():
 def test_max_loss_chooses_the_shallowest_within_the_loss():
     section = frontier_section(MEANS, COSTS, range(5), 3, ChoiceOptions.parse(None, 0.02))
     assert section["chosen_layer"] == 2 and section["picks"]["validated"]["loss"] == pytest.approx(0.02)
-    assert section["reason"].startswith("layer 2: --max-loss 0.02: the shallowest layer within 0.02 of the best "
-                                        "layer, 4 (0.6400)")
+    assert section["reason"].startswith(
+        "layer 2: --max-loss 0.02: the shallowest layer within 0.02 of the best layer, 4 (0.6400)"
+    )
     assert "2.00x" in section["reason"]
     section = frontier_section(MEANS, COSTS, range(5), None, ChoiceOptions.parse("validated", None))
     assert section["chosen_layer"] == 4 and "unsupervised" not in section["picks"]
@@ -41,11 +42,23 @@ def test_no_cost_or_no_scored_layer_gives_no_section():
 
 
 def test_a_validation_run_writes_the_cost_frontier_and_its_plot(tmp_path, tiny_model):
-    select = {"format": "layerpick-select/1", "model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
-              "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0]}, "directions": {"up": "max"}}
+    select = {
+        "format": "layerpick-select/1",
+        "model": "tiny",
+        "num_layers": LAYERS,
+        "selected_layer": 2,
+        "rule": "max-up",
+        "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0]},
+        "directions": {"up": "max"},
+    }
     (tmp_path / "report.json").write_text(json.dumps(select))
-    config = ValidateConfig(output_dir=tmp_path / "out", store_dir=tmp_path / "store", progress=False,
-                            report=tmp_path / "report.json", choice=ChoiceOptions.parse(None, 0.5))
+    config = ValidateConfig(
+        output_dir=tmp_path / "out",
+        store_dir=tmp_path / "store",
+        progress=False,
+        report=tmp_path / "report.json",
+        choice=ChoiceOptions.parse(None, 0.5),
+    )
     report = run_validation("tiny", [str(ALL_KINDS["sts"](tmp_path))], config)
     data = report.report.to_json()
     assert data["cost"] == layer_costs(make_model("bert")).to_json()

@@ -53,8 +53,13 @@ def test_single_pass_scores_equal_encoding_each_layer_alone(tmp_path, tiny_model
     (spec,) = resolve_tasks([str(folder)])
     for layer in SOME:
         with single_threaded_blas():
-            result = mteb.evaluate(OneLayerEncoder(tiny_model, layer), spec.new_task(), cache=None,
-                                   show_progress_bar=False, co2_tracker=False)
+            result = mteb.evaluate(
+                OneLayerEncoder(tiny_model, layer),
+                spec.new_task(),
+                cache=None,
+                show_progress_bar=False,
+                co2_tracker=False,
+            )
         assert scores[layer] == pytest.approx(main_score(result.task_results[0]), abs=1e-6), layer
 
 
@@ -62,10 +67,12 @@ def test_decoder_family_and_mteb_named_folder(tmp_path, tiny_llama):
     folder = ALL_KINDS["sts"](tmp_path, "STSBenchmark")
     report = validate(tmp_path, [folder], layers=[0, LAYERS])
     (spec,) = resolve_tasks([str(folder)])
-    result = mteb.evaluate(OneLayerEncoder(tiny_llama, LAYERS), spec.new_task(), cache=None, show_progress_bar=False,
-                           co2_tracker=False)
+    result = mteb.evaluate(
+        OneLayerEncoder(tiny_llama, LAYERS), spec.new_task(), cache=None, show_progress_bar=False, co2_tracker=False
+    )
     assert report.report.to_json()["tasks"]["STSBenchmark"]["main_score_by_layer"][LAYERS] == pytest.approx(
-        main_score(result.task_results[0]), abs=1e-6)
+        main_score(result.task_results[0]), abs=1e-6
+    )
 
 
 def test_one_forward_pass_per_distinct_text(tmp_path, tiny_model):
@@ -121,16 +128,24 @@ def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model, monkeypat
 
 
 def test_report_comparison_and_metric_correlations(tmp_path, tiny_model):
-    select = {"format": "layerpick-select/1", "model": "tiny", "num_layers": LAYERS, "selected_layer": 2, "rule": "max-up",
-              "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0], "down": [4.0, 3.0, 2.0, 1.0, 0.0], "missing": None},
-              "directions": {"up": "max", "down": "min"}}
+    select = {
+        "format": "layerpick-select/1",
+        "model": "tiny",
+        "num_layers": LAYERS,
+        "selected_layer": 2,
+        "rule": "max-up",
+        "scores": {"up": [0.0, 1.0, 2.0, 3.0, 4.0], "down": [4.0, 3.0, 2.0, 1.0, 0.0], "missing": None},
+        "directions": {"up": "max", "down": "min"},
+    }
     (tmp_path / "report.json").write_text(json.dumps(select))
-    report = validate(tmp_path, [ALL_KINDS["sts"](tmp_path), ALL_KINDS["retrieval"](tmp_path)],
-                      report=tmp_path / "report.json")
+    report = validate(
+        tmp_path, [ALL_KINDS["sts"](tmp_path), ALL_KINDS["retrieval"](tmp_path)], report=tmp_path / "report.json"
+    )
     data = report.report.to_json()
     means = data["mean_by_layer"]
-    assert means == pytest.approx([np.mean([t["main_score_by_layer"][k] for t in data["tasks"].values()])
-                                   for k in range(LAYERS + 1)])
+    assert means == pytest.approx(
+        [np.mean([t["main_score_by_layer"][k] for t in data["tasks"].values()]) for k in range(LAYERS + 1)]
+    )
     assert data["selected_layer"] == 2 and data["last_layer"] == LAYERS
     assert data["best_layer"] == int(np.argmax(means))
     assert data["comparison"]["selected_minus_last"] == pytest.approx(means[2] - means[LAYERS])
@@ -157,9 +172,18 @@ def test_selected_layers_need_a_report(tmp_path):
 
 
 def test_report_for_another_model_is_refused(tmp_path, tiny_model):
-    (tmp_path / "report.json").write_text(json.dumps(
-        {"format": "layerpick-select/1", "model": "x", "num_layers": 30, "selected_layer": 3, "rule": "r",
-         "scores": {}}))
+    (tmp_path / "report.json").write_text(
+        json.dumps(
+            {
+                "format": "layerpick-select/1",
+                "model": "x",
+                "num_layers": 30,
+                "selected_layer": 3,
+                "rule": "r",
+                "scores": {},
+            }
+        )
+    )
     with pytest.raises(LayerpickError, match="30 layers"):
         validate(tmp_path, [ALL_KINDS["sts"](tmp_path)], report=tmp_path / "report.json")
 
@@ -167,8 +191,10 @@ def test_report_for_another_model_is_refused(tmp_path, tiny_model):
 def test_normalize_follows_the_models_own_pipeline(tmp_path, tiny_model):
     from layerpick.validation.encoder import normalizes
 
-    modules = [{"idx": 0, "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "type": "sentence_transformers.models.Pooling"}]
+    modules = [
+        {"idx": 0, "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "type": "sentence_transformers.models.Pooling"},
+    ]
     (tmp_path / "modules.json").write_text(json.dumps(modules))
     assert not normalizes(str(tmp_path)) and not normalizes("")
     (tmp_path / "modules.json").write_text(json.dumps(modules + [{"type": "sentence_transformers.models.Normalize"}]))
@@ -178,7 +204,8 @@ def test_normalize_follows_the_models_own_pipeline(tmp_path, tiny_model):
     unit = validate(tmp_path, [folder], layers=[1], normalize=True)
     assert (raw.report.to_json()["normalize"], unit.report.to_json()["normalize"]) == (False, True)
     assert unit.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1] == pytest.approx(
-        raw.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6)  # cosine does not see the norm
+        raw.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6
+    )  # cosine does not see the norm
 
 
 def test_layer_words_are_checked_without_a_model():

@@ -32,13 +32,19 @@ def test_the_pair_frontier_joins_the_best_pairs_of_every_variant_and_marks_the_c
 
 
 def test_the_validation_plot_draws_every_variants_mean():
-    data = {"tasks": {"STS": {"main_score_by_layer": TABLE["none"]}}, "mean_by_layer": TABLE["none"],
-            "by_prompt": {label: {"mean_by_layer": means} for label, means in TABLE.items()}}
+    data = {
+        "tasks": {"STS": {"main_score_by_layer": TABLE["none"]}},
+        "mean_by_layer": TABLE["none"],
+        "by_prompt": {label: {"mean_by_layer": means} for label, means in TABLE.items()},
+    }
     figure, axis = _axis()
     draw_scores(axis, data, 3)
     lines = {line.get_label(): list(line.get_ydata()) for line in axis.get_lines()}
-    assert lines == {"STS (none)": [0.40, 0.55, 0.50], "mean: none": [0.40, 0.55, 0.50],
-                     "mean: none+whiten-8": [0.60, 0.52, 0.45]}
+    assert lines == {
+        "STS (none)": [0.40, 0.55, 0.50],
+        "mean: none": [0.40, 0.55, 0.50],
+        "mean: none+whiten-8": [0.60, 0.52, 0.45],
+    }
     pyplot().close(figure)
     figure, axis = _axis()
     draw_scores(axis, {**data, "by_prompt": {}}, 3)
@@ -56,8 +62,14 @@ def test_frontier_png_with_several_variants_plots_every_pair(tmp_path, monkeypat
     assert [(p["variant"], p["layer"]) for p in section["pairs"]] == [("none+whiten-8", 1)]
     drawn = {}
     monkeypatch.setattr(plot, "draw_pair_frontier", lambda axis, table, *rest: drawn.update(table=table, rest=rest))
-    data = {"model": "m", "by_prompt": {k: {"mean_by_layer": v} for k, v in TABLE.items()}, "pair_frontier": section,
-            "layers_evaluated": [0, 1, 2, 3], "cost": {"ideal_speedup": SPEEDUP}, "frontier": {}}
+    data = {
+        "model": "m",
+        "by_prompt": {k: {"mean_by_layer": v} for k, v in TABLE.items()},
+        "pair_frontier": section,
+        "layers_evaluated": [0, 1, 2, 3],
+        "cost": {"ideal_speedup": SPEEDUP},
+        "frontier": {},
+    }
     path = plot_frontier_png(data, tmp_path / "frontier.png")
     assert path.read_bytes()[:4] == b"\x89PNG" and drawn["table"] == TABLE
     speedup, layers, on_frontier, marks = drawn["rest"][:4]

@@ -44,8 +44,16 @@ def copy_of(finished_run, tmp_path) -> Path:
 def test_every_stage_writes_its_artifacts(finished_run):
     result, files, _ = finished_run
     out = result.output
-    for path in ("select/report.json", "select/metrics.png", "validate/validation.json", "validate/validation.png",
-                 "model/layerpick.json", "model/model.safetensors", "bench.json", "run.json"):
+    for path in (
+        "select/report.json",
+        "select/metrics.png",
+        "validate/validation.json",
+        "validate/validation.png",
+        "model/layerpick.json",
+        "model/model.safetensors",
+        "bench.json",
+        "run.json",
+    ):
         assert (out / path).is_file(), path
     assert [p.name for p in files] == ["report.md", "report.html"]
     assert result.export.layer == result.select.selected_layer
@@ -63,8 +71,16 @@ def test_report_answers_which_layer_how_good_how_fast(finished_run):
     assert f"mean main score {mean:.4f} at layer {k}" in text
     ratio = result.bench.rows[1].throughput_ratio
     assert f"batch 4: {ratio:.2f}x the full model's throughput" in text
-    for heading in ("## Model", "## Calibration set", "## Every metric by layer", "## Rule and chosen layer",
-                    "## Validation by layer", "## Export", "## Speed", "## Reproduce"):
+    for heading in (
+        "## Model",
+        "## Calibration set",
+        "## Every metric by layer",
+        "## Rule and chosen layer",
+        "## Validation by layer",
+        "## Export",
+        "## Speed",
+        "## Reproduce",
+    ):
         assert heading in text
     assert f"layerpick export {result.model} --report {result.output}/select/report.json" in text
 
@@ -72,7 +88,7 @@ def test_report_answers_which_layer_how_good_how_fast(finished_run):
 def test_html_is_self_contained(finished_run):
     page = finished_run[1][1].read_text()
     assert page.count('src="data:image/png;base64,') == 3  # metrics, validation and frontier plots, embedded
-    assert "src=\"http" not in page and "<link" not in page
+    assert 'src="http' not in page and "<link" not in page
     assert "<b>Which layer:</b>" in page
 
 
@@ -108,7 +124,11 @@ def test_a_changed_option_recomputes_only_what_depends_on_it(finished_run, tmp_p
     changed = config_for(task, bench=BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=False))
     again = run_workflow(result.model, out, config=changed, progress=False)
     assert {name: stage["reused"] for name, stage in again.stages.items()} == {
-        "select": True, "validate": True, "export": True, "bench": False}
+        "select": True,
+        "validate": True,
+        "export": True,
+        "bench": False,
+    }
     assert [row.batch_size for row in again.bench.rows] == [2]
 
 
@@ -131,10 +151,15 @@ def test_refuses_a_folder_it_did_not_make(tiny_dirs, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tiny_dirs, tmp_path):
     out = tmp_path / "cli-out"
-    done = subprocess.run([LAYERPICK, "run", str(tiny_dirs("gpt2")), "--limit", "16", "--no-bench", "--output",
-                           str(out), "--json", "-q"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [LAYERPICK, "run", str(tiny_dirs("gpt2")), "--limit", "16", "--no-bench", "--output", str(out), "--json", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["selected_layer"] == json.loads((out / "select" / "report.json").read_text())["selected_layer"]
@@ -209,8 +234,12 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     from layerpick.workflow.commands import reproduce_commands
 
     task = sts_folder(tmp_path)
-    config = config_for(task, layers="selected", bench=None,
-                        select=SelectConfig(limit=24, metrics="infonce", prompt="eol,sum", transform="none"))
+    config = config_for(
+        task,
+        layers="selected",
+        bench=None,
+        select=SelectConfig(limit=24, metrics="infonce", prompt="eol,sum", transform="none"),
+    )
     result = run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     select, chosen = result.select, result.select.prompt
     assert set(select.by_prompt) == {"eol", "sum"}
@@ -219,8 +248,9 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     assert result.validation.prompt == chosen and shipped["template"] == chosen["template"]
     texts = ["the quick brown fox", "numbers like 42 and more"]
     exported = SentenceTransformer(str(result.export_dir), device="cpu").encode(texts, convert_to_tensor=True)
-    config = CollectConfig(pooling=select.pooling, progress=False, max_length=result.export.max_seq_length,
-                           prompt=prompt_from_json(chosen))
+    config = CollectConfig(
+        pooling=select.pooling, progress=False, max_length=result.export.max_seq_length, prompt=prompt_from_json(chosen)
+    )
     full = collect(load_model(str(tiny_dirs("llama"))), texts, config).layer(select.selected_layer)
     assert (exported - full).abs().max().item() < 1e-4
     text = write_run_report(result)[0].read_text()

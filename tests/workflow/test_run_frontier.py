@@ -14,6 +14,8 @@ from layerpick.workflow.run import RunConfig, run_workflow
 from tests.testkit.cli import LAYERPICK, assert_one_line_error
 from tests.testkit.tasks import sts_folder
 
+pytestmark = pytest.mark.slow
+
 BENCH = BenchConfig(batch_sizes=(2,), texts=4, repeats=1, memory=False)
 
 
@@ -27,8 +29,15 @@ def task(tmp_path_factory):
 
 
 def run(tiny_dirs, out, task=None, **changes):
-    config = RunConfig(**{"tasks": (str(task),) if task else (), "layers": "all", "select": SelectConfig(limit=16),
-                          "bench": BENCH, **changes})
+    config = RunConfig(
+        **{
+            "tasks": (str(task),) if task else (),
+            "layers": "all",
+            "select": SelectConfig(limit=16),
+            "bench": BENCH,
+            **changes,
+        }
+    )
     result = run_workflow(str(tiny_dirs("llama")), out, config=config, progress=False)
     return result, write_run_report(result)[0].read_text()
 
@@ -39,7 +48,8 @@ def test_max_loss_exports_the_shallowest_layer_within_the_loss(tiny_dirs, tmp_pa
     assert result.export.layer == 1  # a loss of 1 admits every layer: the shallowest
     section = result.validation.frontier
     assert section["chosen_layer"] == 1 and section["picks"]["validated"]["loss"] == pytest.approx(
-        max(means[1:]) - means[1])
+        max(means[1:]) - means[1]
+    )
     assert "unsupervised" in section["picks"]
     assert "chosen from the validation (`--max-loss 1`" in text
     assert "## Quality against speed" in text and "Exported: layer 1: --max-loss 1: the shallowest layer" in text
@@ -68,15 +78,18 @@ def test_a_budget_restricts_the_rules_pick(tiny_dirs, tmp_path):
     assert result.select.min_speedup == 1.9 and "at least 1.9x" in result.select.choice
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-loss", "0.01"], "give --tasks"),
-    (["--choose", "validated"], "give --tasks"),
-    (["--max-loss", "-0.01", "--tasks", "x"], "--max-loss must be a non-negative number"),
-    (["--max-loss", "abc", "--tasks", "x"], "--max-loss must be a non-negative number"),
-    (["--choose", "best"], "--choose must be unsupervised or validated"),
-    (["--min-speedup", "0.5"], "--min-speedup must be at least 1"),
-    (["--min-speedup", "50"], "no layer meets --min-speedup 50"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-loss", "0.01"], "give --tasks"),
+        (["--choose", "validated"], "give --tasks"),
+        (["--max-loss", "-0.01", "--tasks", "x"], "--max-loss must be a non-negative number"),
+        (["--max-loss", "abc", "--tasks", "x"], "--max-loss must be a non-negative number"),
+        (["--choose", "best"], "--choose must be unsupervised or validated"),
+        (["--min-speedup", "0.5"], "--min-speedup must be at least 1"),
+        (["--min-speedup", "50"], "no layer meets --min-speedup 50"),
+    ],
+)
 def test_bad_choice_or_budget_is_one_line_and_writes_nothing(tiny_dirs, tmp_path, args, message):
     out = tmp_path / "out"
     done = layerpick("run", str(tiny_dirs("llama")), "--limit", "16", "--no-bench", "--output", str(out), "-q", *args)
@@ -84,8 +97,10 @@ def test_bad_choice_or_budget_is_one_line_and_writes_nothing(tiny_dirs, tmp_path
     assert not out.exists()
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("LAYERPICK_CHOOSE", "validated", "give --tasks"), ("LAYERPICK_MAX_LOSS", "0.01", "give --tasks")])
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [("LAYERPICK_CHOOSE", "validated", "give --tasks"), ("LAYERPICK_MAX_LOSS", "0.01", "give --tasks")],
+)
 def test_choice_variables_reach_run(tiny_dirs, tmp_path, monkeypatch, variable, value, message):
     monkeypatch.setenv(variable, value)
     out = tmp_path / "out"
@@ -95,14 +110,16 @@ def test_choice_variables_reach_run(tiny_dirs, tmp_path, monkeypatch, variable, 
 
 def test_select_budget_errors_write_nothing(tiny_dirs, tmp_path):
     out = tmp_path / "select"
-    done = layerpick("select", str(tiny_dirs("llama")), "--limit", "16", "--output", str(out), "-q",
-                     "--min-speedup", "50")
+    done = layerpick(
+        "select", str(tiny_dirs("llama")), "--limit", "16", "--output", str(out), "-q", "--min-speedup", "50"
+    )
     assert_one_line_error(done, "no layer meets --min-speedup 50: the fastest candidate, layer 1")
     assert not out.exists()
 
 
 def test_validate_rejects_a_bad_loss_before_loading(tmp_path, task):
-    done = layerpick("validate", "no/such-model", "--tasks", str(task), "--max-loss", "-1", "--output",
-                     str(tmp_path / "v"))
+    done = layerpick(
+        "validate", "no/such-model", "--tasks", str(task), "--max-loss", "-1", "--output", str(tmp_path / "v")
+    )
     assert_one_line_error(done, "--max-loss must be a non-negative number")
     assert not (tmp_path / "v").exists()

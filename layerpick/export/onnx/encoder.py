@@ -2,7 +2,8 @@
 
 Owns: `OnnxEncoder`, which reads an export directory the way sentence-transformers does (the tokenizer, the
 length in `sentence_bert_config.json`, the pooling in `1_Pooling/config.json`, a Normalize module in
-`modules.json`, a Dense module's weights after the pooling), runs `onnx/model.onnx` (or the int8 graph) on CPU with onnxruntime, and pools with
+`modules.json`, a Dense module's weights after the pooling), runs `onnx/model.onnx` (or the int8 graph) on CPU with
+onnxruntime, and pools with
 `layerpick.core.pooling`. It exists because sentence-transformers' own `backend="onnx"` goes through optimum's
 ONNX Runtime package, which pins transformers < 4.58 and so cannot be installed beside this project's
 transformers 5 (`benchmarks/engines/` proves that load in an environment of its own).
@@ -34,8 +35,11 @@ from layerpick.export.onnx.graph import (
 )
 
 # the 1_Pooling/config.json flag of each pooling this encoder implements
-POOLING_FLAGS = {"mean": "pooling_mode_mean_tokens", "lasttoken": "pooling_mode_lasttoken",
-                 "cls": "pooling_mode_cls_token"}
+POOLING_FLAGS = {
+    "mean": "pooling_mode_mean_tokens",
+    "lasttoken": "pooling_mode_lasttoken",
+    "cls": "pooling_mode_cls_token",
+}
 
 
 class OnnxEncoder:
@@ -44,15 +48,18 @@ class OnnxEncoder:
 
     device = "cpu"
 
-    def __init__(self, directory: str | Path, file: str = FLOAT_FILE, threads: int | None = None,
-                 apply_dense: bool = True):
+    def __init__(
+        self, directory: str | Path, file: str = FLOAT_FILE, threads: int | None = None, apply_dense: bool = True
+    ):
         require(("onnxruntime",), purpose="an ONNX backend")
         self.path = Path(directory).expanduser()
         self.file = file
         graph = self.path / file
         if not graph.is_file():
-            raise ModelNotFoundError(f"no ONNX graph {file} in {self.path} (export it with --format onnx"
-                                     f"{' --quantize int8' if file == INT8_FILE else ''})")
+            raise ModelNotFoundError(
+                f"no ONNX graph {file} in {self.path} (export it with --format onnx"
+                f"{' --quantize int8' if file == INT8_FILE else ''})"
+            )
         self.tokenizer = _tokenizer(self.path)
         self.max_seq_length = _max_seq_length(self.path, self.tokenizer)
         self.pooling = _pooling(self.path)
@@ -94,15 +101,18 @@ class OnnxEncoder:
 
     def preprocess(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """The tokenizer's batch for `texts`, as sentence-transformers makes it (right padding, truncation)."""
-        return self.tokenizer(list(texts), padding=True, truncation="longest_first", max_length=self.max_seq_length,
-                              return_tensors="pt")
+        return self.tokenizer(
+            list(texts), padding=True, truncation="longest_first", max_length=self.max_seq_length, return_tensors="pt"
+        )
 
     def feed(self, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """(the graph's inputs, attention mask (B, T)) for one batch of texts."""
         features = self.preprocess(texts)
         ids = features["input_ids"]
-        feed = {name: (features[name] if name in features else torch.zeros_like(ids)).numpy().astype(np.int64)
-                for name in self.input_names}
+        feed = {
+            name: (features[name] if name in features else torch.zeros_like(ids)).numpy().astype(np.int64)
+            for name in self.input_names
+        }
         return feed, features["attention_mask"].numpy()
 
     def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -114,19 +124,28 @@ class OnnxEncoder:
         """Each text's token states without padding, like encode(output_value='token_embeddings')."""
         result = []
         for start in range(0, len(texts), batch_size):
-            states, mask = self.token_states(texts[start:start + batch_size])
+            states, mask = self.token_states(texts[start : start + batch_size])
             result += [states[i, mask[i].astype(bool)] for i in range(len(states))]
         return result
 
-    def encode(self, sentences: str | Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None,
-               convert_to_numpy: bool = True, convert_to_tensor: bool = False, normalize_embeddings: bool = False,
-               **_: Any):
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        normalize_embeddings: bool = False,
+        **_: Any,
+    ):
         """Sentence embeddings (N, D), longest texts batched together as sentence-transformers does."""
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         order = np.argsort([-len(text) for text in texts], kind="stable")
-        pooled = [self._embed([texts[i] for i in order[start:start + batch_size]])
-                  for start in range(0, len(texts), batch_size)]
+        pooled = [
+            self._embed([texts[i] for i in order[start : start + batch_size]])
+            for start in range(0, len(texts), batch_size)
+        ]
         vectors = np.concatenate(pooled) if pooled else np.zeros((0, self._dimension), np.float32)
         vectors = vectors[np.argsort(order, kind="stable")]
         if normalize_embeddings and not self.normalizes:
@@ -196,11 +215,16 @@ def _pooling(directory: Path) -> str:
     entry = next((m for m in _modules(directory) if str(m.get("type", "")).endswith("Pooling")), None)
     config = _read_json(directory / (entry or {}).get("path", "1_Pooling") / "config.json") or {}
     on = [mode for mode, flag in POOLING_FLAGS.items() if config.get(flag)]
-    others = [key for key, value in config.items() if key.startswith("pooling_mode_") and value
-              and key not in POOLING_FLAGS.values()]
+    others = [
+        key
+        for key, value in config.items()
+        if key.startswith("pooling_mode_") and value and key not in POOLING_FLAGS.values()
+    ]
     if len(on) != 1 or others:
-        raise LayerpickError(f"{directory}: the ONNX backend pools with one of {', '.join(POOLING_MODES)}; "
-                             f"1_Pooling/config.json turns on {on + others or 'none'}")
+        raise LayerpickError(
+            f"{directory}: the ONNX backend pools with one of {', '.join(POOLING_MODES)}; "
+            f"1_Pooling/config.json turns on {on + others or 'none'}"
+        )
     return on[0]
 
 
@@ -211,14 +235,15 @@ def read_dense(directory: Path) -> tuple[np.ndarray, np.ndarray] | None:
     if not entries:
         return None
     if len(entries) > 1:
-        raise LayerpickError(f"{directory}: the ONNX backend applies one Dense module, modules.json has "
-                             f"{len(entries)}")
+        raise LayerpickError(f"{directory}: the ONNX backend applies one Dense module, modules.json has {len(entries)}")
     folder = directory / entries[0].get("path", "2_Dense")
     config = _read_json(folder / "config.json") or {}
     activation = config.get("activation_function", "")
     if not str(activation).endswith("Identity"):
-        raise LayerpickError(f"{folder}: the ONNX backend applies a Dense module with the identity activation "
-                             f"only (found {activation or 'none'})")
+        raise LayerpickError(
+            f"{folder}: the ONNX backend applies a Dense module with the identity activation "
+            f"only (found {activation or 'none'})"
+        )
     from safetensors.numpy import load_file
 
     weights = load_file(str(folder / "model.safetensors"))

@@ -60,8 +60,9 @@ def require(packages: Sequence[str] = EXPORT_PACKAGES, purpose: str = "--format 
     """Raise a one-line error naming what to install when any of `packages` is missing."""
     missing = [name for name in packages if importlib.util.find_spec(name) is None]
     if missing:
-        raise OnnxExportError(f"{purpose} needs the optional extra: pip install 'layerpick[onnx]' "
-                              f"(missing: {', '.join(missing)})")
+        raise OnnxExportError(
+            f"{purpose} needs the optional extra: pip install 'layerpick[onnx]' (missing: {', '.join(missing)})"
+        )
 
 
 def graph_inputs(model: nn.Module, tokenizer) -> list[str]:
@@ -70,8 +71,9 @@ def graph_inputs(model: nn.Module, tokenizer) -> list[str]:
     made = set(getattr(tokenizer, "model_input_names", None) or ("input_ids", "attention_mask"))
     names = [name for name in INPUT_ORDER if name in accepted and (name in made or name != "token_type_ids")]
     if names[:2] != ["input_ids", "attention_mask"]:
-        raise OnnxExportError(f"{type(model).__name__} does not take input_ids and attention_mask: "
-                              "no ONNX graph for it")
+        raise OnnxExportError(
+            f"{type(model).__name__} does not take input_ids and attention_mask: no ONNX graph for it"
+        )
     return names
 
 
@@ -104,12 +106,22 @@ def export_graph(model: nn.Module, tokenizer, path: Path, sample_texts: Sequence
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with _quiet_exporter():
-            torch.onnx.export(_TokenStates(model, names, affine).eval(), args, str(path), input_names=names,
-                              output_names=[OUTPUT_NAME], dynamic_shapes=dynamic, opset_version=OPSET,
-                              dynamo=True, external_data=weights > EXTERNAL_DATA_BYTES, verbose=False)
+            torch.onnx.export(
+                _TokenStates(model, names, affine).eval(),
+                args,
+                str(path),
+                input_names=names,
+                output_names=[OUTPUT_NAME],
+                dynamic_shapes=dynamic,
+                opset_version=OPSET,
+                dynamo=True,
+                external_data=weights > EXTERNAL_DATA_BYTES,
+                verbose=False,
+            )
     except Exception as error:  # noqa: BLE001 - the exporter raises many types; the user gets one line
-        raise OnnxExportError(f"cannot export {type(model).__name__} to ONNX: torch.onnx.export failed "
-                              f"({_reason(error)})") from error
+        raise OnnxExportError(
+            f"cannot export {type(model).__name__} to ONNX: torch.onnx.export failed ({_reason(error)})"
+        ) from error
     logger.info("wrote %s (inputs %s)", path, ", ".join(names))
     return names
 
@@ -160,15 +172,22 @@ def quantize_int8(source: Path, target: Path, keep_float: Sequence[str] = ()) ->
     external = len(graph_files(source.parent, source.name)) > 1
     try:
         with _quiet_exporter():
-            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                             use_external_data_format=external, nodes_to_exclude=list(keep_float))
+            quantize_dynamic(
+                str(source),
+                str(target),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                use_external_data_format=external,
+                nodes_to_exclude=list(keep_float),
+            )
     except Exception as error:  # noqa: BLE001
         raise OnnxExportError(f"int8 quantisation failed: {_reason(error)}") from error
     logger.info("wrote %s (%d nodes kept in float32)", target, len(keep_float))
 
 
-def outlier_matmuls(source: Path, batches: Sequence[tuple[dict, np.ndarray]],
-                    ratio: float = OUTLIER_RATIO) -> tuple[list[str], int]:
+def outlier_matmuls(
+    source: Path, batches: Sequence[tuple[dict, np.ndarray]], ratio: float = OUTLIER_RATIO
+) -> tuple[list[str], int]:
     """The weight MatMuls of the graph at `source` whose input, on the calibration `batches` ((feed, mask)
     pairs), peaks above `ratio` times its root mean square; and how many weight MatMuls there are.
 
@@ -182,11 +201,13 @@ def outlier_matmuls(source: Path, batches: Sequence[tuple[dict, np.ndarray]],
         return [], 0
     model = onnx.load(str(source))
     constants = {tensor.name for tensor in model.graph.initializer}
-    nodes = [node for node in model.graph.node
-             if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants]
+    nodes = [
+        node
+        for node in model.graph.node
+        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants
+    ]
     probed = sorted({node.input[0] for node in nodes} - {output.name for output in model.graph.output})
-    model.graph.output.extend(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-                              for name in probed)
+    model.graph.output.extend(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None) for name in probed)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     del model
     peak, squares, count = dict.fromkeys(probed, 0.0), dict.fromkeys(probed, 0.0), dict.fromkeys(probed, 0)
@@ -195,7 +216,7 @@ def outlier_matmuls(source: Path, batches: Sequence[tuple[dict, np.ndarray]],
             values = values[mask.astype(bool)] if values.shape[:2] == mask.shape else values
             values = values.astype(np.float64)
             peak[name] = max(peak[name], float(np.abs(values).max(initial=0.0)))
-            squares[name] += float((values ** 2).sum())
+            squares[name] += float((values**2).sum())
             count[name] += values.size
     rms = {name: (squares[name] / count[name]) ** 0.5 if count[name] else 0.0 for name in probed}
     kept = [node.name for node in nodes if rms.get(node.input[0]) and peak[node.input[0]] > ratio * rms[node.input[0]]]

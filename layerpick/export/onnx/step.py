@@ -47,15 +47,18 @@ def check_request(format: str, quantize: str | None, dtype: str, device_map: str
         return False
     onnx_graph.require()
     if dtype != "float32":
-        raise OnnxExportError(f"--format onnx writes a float32 graph (text-embeddings-inference's ONNX backend "
-                              f"runs only float32): drop --dtype {dtype}")
+        raise OnnxExportError(
+            f"--format onnx writes a float32 graph (text-embeddings-inference's ONNX backend "
+            f"runs only float32): drop --dtype {dtype}"
+        )
     if device_map is not None:
         raise OnnxExportError("--format onnx traces the model on one device: drop --device-map")
     return True
 
 
-def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: str | None,
-               affine=None) -> dict[str, Any]:
+def write_onnx(
+    model: nn.Module, target: Path, texts: Sequence[str], quantize: str | None, affine=None
+) -> dict[str, Any]:
     """Write the graph(s) of the cut `model` into the export directory `target`, check them, and return
     the `onnx` section of layerpick.json. With `affine` (the export's post-pooling transform) also the graph
     that carries the map in its token states (`MAPPED_FILE`), checked by pooling its output alone."""
@@ -69,9 +72,15 @@ def write_onnx(model: nn.Module, target: Path, texts: Sequence[str], quantize: s
     inputs = onnx_graph.export_graph(model, tokenizer, target / FLOAT_FILE, _sample(texts))
     reference = SentenceTransformer(str(target), device="cpu")
     graph = OnnxEncoder(target, FLOAT_FILE)
-    section = {"file": FLOAT_FILE, "bytes": onnx_graph.graph_bytes(target, FLOAT_FILE), "opset": onnx_graph.OPSET,
-               "inputs": inputs, "output": onnx_graph.OUTPUT_NAME, "exporter": _exporter(),
-               "parity": check_parity(reference, graph, texts)}
+    section = {
+        "file": FLOAT_FILE,
+        "bytes": onnx_graph.graph_bytes(target, FLOAT_FILE),
+        "opset": onnx_graph.OPSET,
+        "inputs": inputs,
+        "output": onnx_graph.OUTPUT_NAME,
+        "exporter": _exporter(),
+        "parity": check_parity(reference, graph, texts),
+    }
     if quantize == "int8":
         section["int8"] = _int8(target, graph, texts)
     if affine is not None:
@@ -88,12 +97,18 @@ def _mapped(model: nn.Module, tokenizer, target: Path, texts: Sequence[str], ref
     want = reference.encode(list(texts), batch_size=PARITY_BATCH_SIZE, convert_to_numpy=True, show_progress_bar=False)
     diff = _relative(np.asarray(want), pooled.encode(list(texts), batch_size=PARITY_BATCH_SIZE))
     if not diff <= PARITY_TOLERANCE:
-        raise OnnxParityError(f"ONNX parity failed: the graph with the transform inside differs from the torch "
-                              f"export by {diff:.3g} of the largest value; nothing was written")
-    return {"file": MAPPED_FILE, "bytes": onnx_graph.graph_bytes(target, MAPPED_FILE),
-            "what": "token states with the post-pooling transform applied to each (it commutes with the pooling), "
-                    "for readers that pool the graph output and skip modules.json's Dense module",
-            "embeddings_max_rel_diff": diff, "tolerance": PARITY_TOLERANCE}
+        raise OnnxParityError(
+            f"ONNX parity failed: the graph with the transform inside differs from the torch "
+            f"export by {diff:.3g} of the largest value; nothing was written"
+        )
+    return {
+        "file": MAPPED_FILE,
+        "bytes": onnx_graph.graph_bytes(target, MAPPED_FILE),
+        "what": "token states with the post-pooling transform applied to each (it commutes with the pooling), "
+        "for readers that pool the graph output and skip modules.json's Dense module",
+        "embeddings_max_rel_diff": diff,
+        "tolerance": PARITY_TOLERANCE,
+    }
 
 
 def _sample(texts: Sequence[str]) -> list[str]:
@@ -106,8 +121,9 @@ def check_parity(reference, graph, texts: Sequence[str]) -> dict[str, Any]:
     """Token states and sentence embeddings of the graph against the torch export; raise when either
     differs by more than PARITY_TOLERANCE of the largest value."""
     texts = list(texts)
-    want_tokens = reference.encode(texts, output_value="token_embeddings", batch_size=PARITY_BATCH_SIZE,
-                                   show_progress_bar=False)
+    want_tokens = reference.encode(
+        texts, output_value="token_embeddings", batch_size=PARITY_BATCH_SIZE, show_progress_bar=False
+    )
     got_tokens = graph.token_embeddings(texts, batch_size=PARITY_BATCH_SIZE)
     want = reference.encode(texts, batch_size=PARITY_BATCH_SIZE, convert_to_numpy=True, show_progress_bar=False)
     got = graph.encode(texts, batch_size=PARITY_BATCH_SIZE)
@@ -116,11 +132,18 @@ def check_parity(reference, graph, texts: Sequence[str]) -> dict[str, Any]:
     logger.info("onnx parity: token states %.3g, embeddings %.3g (relative to the largest value)", tokens, sentences)
     worst = max(tokens, sentences)
     if not worst <= PARITY_TOLERANCE:
-        raise OnnxParityError(f"ONNX parity failed: the graph differs from the torch export by {worst:.3g} of the "
-                              f"largest value (tolerance {PARITY_TOLERANCE:g}); nothing was written")
-    return {"reference": "the sentence-transformers export (torch)", "texts": len(texts),
-            "token_states_max_rel_diff": tokens, "embeddings_max_rel_diff": sentences,
-            "tolerance": PARITY_TOLERANCE, "passed": True}
+        raise OnnxParityError(
+            f"ONNX parity failed: the graph differs from the torch export by {worst:.3g} of the "
+            f"largest value (tolerance {PARITY_TOLERANCE:g}); nothing was written"
+        )
+    return {
+        "reference": "the sentence-transformers export (torch)",
+        "texts": len(texts),
+        "token_states_max_rel_diff": tokens,
+        "embeddings_max_rel_diff": sentences,
+        "tolerance": PARITY_TOLERANCE,
+        "passed": True,
+    }
 
 
 def _relative(want: np.ndarray, got: np.ndarray) -> float:
@@ -136,7 +159,7 @@ def _int8(target: Path, graph, texts: Sequence[str]) -> dict[str, Any]:
     from layerpick.export.onnx.encoder import OnnxEncoder
 
     calibration = load_calibration(limit=CALIBRATION_TEXTS, seed=0).texts
-    batches = [graph.feed(calibration[start:start + 8]) for start in range(0, len(calibration), 8)]
+    batches = [graph.feed(calibration[start : start + 8]) for start in range(0, len(calibration), 8)]
     kept, matmuls = onnx_graph.outlier_matmuls(target / FLOAT_FILE, batches)
     onnx_graph.quantize_int8(target / FLOAT_FILE, target / INT8_FILE, kept)
     quantized = OnnxEncoder(target, INT8_FILE)
@@ -144,15 +167,25 @@ def _int8(target: Path, graph, texts: Sequence[str]) -> dict[str, Any]:
     lowest = min(cosines)
     logger.info("int8: cosine to the float graph min %.4f over %d texts", lowest, len(cosines))
     if not lowest >= INT8_MIN_COSINE:
-        raise OnnxParityError(f"--quantize int8 refused: the int8 graph's cosine to the float export falls to "
-                              f"{lowest:.4f} on the parity texts (at least {INT8_MIN_COSINE} required)")
-    return {"file": INT8_FILE, "bytes": onnx_graph.graph_bytes(target, INT8_FILE),
-            "method": "onnxruntime.quantization.quantize_dynamic (int8 weights per output channel, activations "
-                      "quantized per call)",
-            "kept_float32": {"matmuls": len(kept), "of": matmuls, "outlier_ratio": onnx_graph.OUTLIER_RATIO,
-                             "calibration_texts": len(calibration)},
-            "cosine_to_float": [round(value, 6) for value in cosines], "min_cosine": lowest,
-            "threshold": INT8_MIN_COSINE}
+        raise OnnxParityError(
+            f"--quantize int8 refused: the int8 graph's cosine to the float export falls to "
+            f"{lowest:.4f} on the parity texts (at least {INT8_MIN_COSINE} required)"
+        )
+    return {
+        "file": INT8_FILE,
+        "bytes": onnx_graph.graph_bytes(target, INT8_FILE),
+        "method": "onnxruntime.quantization.quantize_dynamic (int8 weights per output channel, activations "
+        "quantized per call)",
+        "kept_float32": {
+            "matmuls": len(kept),
+            "of": matmuls,
+            "outlier_ratio": onnx_graph.OUTLIER_RATIO,
+            "calibration_texts": len(calibration),
+        },
+        "cosine_to_float": [round(value, 6) for value in cosines],
+        "min_cosine": lowest,
+        "threshold": INT8_MIN_COSINE,
+    }
 
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> list[float]:
