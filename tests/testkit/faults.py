@@ -275,6 +275,7 @@ def static_export(tiny: Path, root: Path) -> Path:
 def report(model: str) -> dict:
     """A select report.json for `model`."""
     return {
+        "format": "layerpick-select/1",
         "model": model,
         "num_layers": 4,
         "selected_layer": 2,
@@ -291,6 +292,7 @@ def report(model: str) -> dict:
 def validation(model: str) -> dict:
     """A validation.json whose one task failed: no score at any layer."""
     return {
+        "format": "layerpick-validation/1",
         "model": model,
         "num_layers": 4,
         "layers_evaluated": [1],
