@@ -17,6 +17,7 @@ def test_script_parses():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_helper_parses():
     done = subprocess.run(
         [sys.executable, str(SCRIPT.with_suffix(".py")), "--help"],
@@ -28,6 +29,7 @@ def test_helper_parses():
     assert done.returncode == 0 and "picks" in done.stdout, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the script would run the check")
 def test_without_cuda_it_says_so_and_writes_nothing(tmp_path):
     before = GPU_MD.stat().st_mtime_ns if GPU_MD.exists() else None

@@ -156,6 +156,7 @@ def test_batch_sizes_above_the_text_count_are_capped():
     assert unchanged.capped() == (unchanged, None)
 
 
+@pytest.mark.slow
 def test_rows_are_labelled_with_the_batch_size_timed(cut_dir, monkeypatch):
     """`--texts 4 --batch-sizes 2,6,9` timed batches of at most 4: rows 2 and 4, never a row labelled 6 or 9."""
     timed = []
@@ -307,6 +308,7 @@ def test_failed_run_leaves_nothing_behind(cut_dir, tmp_path, monkeypatch):
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_without_baseline_is_one_line_exit_1(tmp_path, cut_dir):
     bare = tmp_path / "bare"
     bare.mkdir()

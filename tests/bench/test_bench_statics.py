@@ -59,6 +59,7 @@ def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
     assert len(data["statics"]) == 4 and data["statics"][0]["size_bytes"] > 0
 
 
+@pytest.mark.slow
 def test_the_cli_takes_repeated_static(tiny_dirs, statics, tmp_path):
     out = tmp_path / "out"
     args = [

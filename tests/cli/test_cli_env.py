@@ -58,6 +58,7 @@ def test_repeated_options_read_a_variable(command, option, envvar):
     assert envvar == REPEATED[option], f"{command} {option}"
 
 
+@pytest.mark.slow
 def test_variables_reach_the_command(tiny_dirs, tmp_path):
     env = {
         "PATH": "/usr/bin:/bin",
@@ -107,6 +108,7 @@ def test_every_command_help_shows_an_example(command):
     assert f"Example: layerpick {command}" in " ".join(result.output.split())
 
 
+@pytest.mark.slow
 def test_output_is_plain_when_not_a_terminal(tiny_dirs, tmp_path):
     """CI logs: no colour or cursor escape codes when stdout and stderr are pipes."""
     done = subprocess.run(

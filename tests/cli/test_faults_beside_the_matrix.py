@@ -172,6 +172,7 @@ def test_bench_rows_are_labelled_with_the_batch_size_timed(export, capsys, caplo
     assert notice in data["notes"] and logged == [notice]
 
 
+@pytest.mark.slow
 def test_run_bench_texts_cap_the_batch(tiny, tmp_path, capsys):
     """`run --bench-texts 4` with the default batch sizes 1,32: bench.json and the summary say batch 4."""
     code, out, err = run_cli(

@@ -363,6 +363,7 @@ def assert_one_line_error(code, stderr, message):
     assert message in stderr and len(stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_cli_table_and_json(three_models, tmp_path, capsys, monkeypatch):
     result = run_cli(*three_models, "--output", tmp_path / "cmp")
     assert result.returncode == 0, result.stderr
@@ -373,6 +374,7 @@ def test_cli_table_and_json(three_models, tmp_path, capsys, monkeypatch):
     assert json.loads(out) == json.loads((tmp_path / "cmp" / "compare.json").read_text())
 
 
+@pytest.mark.slow
 def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
     out = write(tmp_path / "cmp" / "keep.txt", "mine").parent
     result = run_cli(three_models[2], "--output", out)
@@ -420,6 +422,7 @@ def test_cli_help_has_an_example(capsys, monkeypatch):
 # ------------------------------------------------------------------------------------------ a real select
 
 
+@pytest.mark.slow
 def test_real_tiny_selects(tiny_dirs, tmp_path):
     from layerpick.core.collect import CollectConfig
     from layerpick.core.models import LoadOptions

@@ -17,6 +17,7 @@ def test_the_first_two_views_do_not_depend_on_how_many_are_made():
     assert [v[:2] for v in make_views(texts, 4, seed=0)] == make_views(texts, 2, seed=0)
 
 
+@pytest.mark.slow
 def test_infonce_and_the_default_pick_are_the_same_with_two_views_as_with_four():
     loaded = make_loaded("llama")
     texts = load_calibration(limit=24).texts

@@ -114,6 +114,7 @@ def _prompted_ids(tokenizer, prompt, text):
     return plain[:start] + prefix + bare + suffix + plain[start + len(bare) :]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_prompted_last_token_is_the_cut_model_on_the_wrapped_tokens(family):
     """With a template, layer k (last-token pooling, batched and right-padded) equals the cut model run on

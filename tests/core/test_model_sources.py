@@ -112,6 +112,7 @@ def test_a_name_that_is_no_hub_id_is_refused(name, hub_cache):
         hub.resolve_hub_id(name)
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_hub_typo_in_one_line_without_retry_noise(tmp_path):
     """No HF_HUB_OFFLINE: where the hub cannot be reached (this sandbox) or answers 404 (online), one line."""
     env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}

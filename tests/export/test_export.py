@@ -92,6 +92,7 @@ def leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("k", [1, LAYERS - 1])
 def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_path):
@@ -588,6 +589,7 @@ def prompted_reference(
     return collect(load_model(str(source)), list(texts), config).layer(k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path):
     """Plain texts sent to the export give layer K of the full model on the wrapped texts (last-token pooling,

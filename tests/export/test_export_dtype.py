@@ -17,6 +17,8 @@ from layerpick.export.config import ExportConfig
 from layerpick.export.job import PARITY_TOLERANCE, export_model
 from tests.testkit.tiny import TEXTS
 
+pytestmark = pytest.mark.slow
+
 LAYER = 2
 SAFETENSORS_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
 

@@ -32,6 +32,8 @@ from layerpick.serve.config import ServeConfig, ServeError
 from layerpick.serve.server import EmbeddingServer
 from tests.testkit.tiny import TEXTS, make_model, make_tokenizer
 
+pytestmark = pytest.mark.slow
+
 LAYER = 2
 
 

@@ -135,6 +135,7 @@ def fake_hub_cache(source: Path, cache: Path, repo_id: str) -> Path:
     return cache
 
 
+@pytest.mark.slow
 def test_by_hub_id_from_the_offline_cache_the_pipeline_is_the_same(source, tmp_path):
     """Named by hub id (offline, from the local cache), the export gets the same pipeline as by folder;
     the sequence length in particular comes from the source, not a default of 512."""

@@ -241,6 +241,7 @@ def test_validate_exported_scores_it_at_its_layer(bert_static, tmp_path):
     assert "static table distilled from layer 2" in data["notes"][0]
 
 
+@pytest.mark.slow
 def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dirs, tmp_path, caplog):
     from layerpick.selection.config import SelectConfig
     from layerpick.selection.job import run_select

@@ -161,6 +161,7 @@ def test_validate_scores_every_transform_side_by_side(source, fit_file, tmp_path
     assert (tmp_path / "v" / "frontier.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_validating_the_export_reproduces_the_validated_transform(source, fit_file, tmp_path):
     """The export's own output, validated, scores what validate scored for (layer, transform)."""
     from layerpick.validation import ValidateConfig, run_validation
@@ -183,6 +184,7 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
     assert exported["mean_by_layer"][LAYER] == pytest.approx(layers["mean_by_layer"][LAYER], abs=1e-4)
 
 
+@pytest.mark.slow
 def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")

@@ -86,6 +86,7 @@ def run_cli(*args, cwd=None):
     return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
     out = tmp_path / "out"
     result = run_cli(
@@ -104,6 +105,7 @@ def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
     assert (out / "metrics.png").stat().st_size > 0 and (out / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_cli_table_marks_the_choice(tiny_dirs, tmp_path):
     result = run_cli(
         "select",
@@ -124,6 +126,7 @@ def test_cli_table_marks_the_choice(tiny_dirs, tmp_path):
     assert "curvature ↓" in result.stdout and "◀" in result.stdout and "selected: layer" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -164,6 +167,7 @@ def test_cli_on_minilm(tmp_path):
 # ---------------------------------------------------------------- prompt templates
 
 
+@pytest.mark.slow
 def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
     from layerpick.selection.prompt_choice import choose_pair
     from layerpick.selection.result import SelectReport
@@ -199,6 +203,7 @@ def test_several_templates_score_every_pair(tiny_dirs, tmp_path):
     assert "by_prompt" not in alone.to_json()
 
 
+@pytest.mark.slow
 def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
     out = tmp_path / "o"
     result = run_cli(
@@ -224,6 +229,7 @@ def test_cli_prompts_side_by_side(tiny_dirs, tmp_path):
     assert "## Prompt templates side by side" in page and "| eol (lasttoken): infonce |" in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -251,6 +257,7 @@ def test_cli_bad_prompt(tiny_dirs, tmp_path, args, message):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_prompt_from_the_environment(tiny_dirs, tmp_path, monkeypatch):
     import os
 

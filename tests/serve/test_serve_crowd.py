@@ -85,6 +85,7 @@ def test_200_simultaneous_connections_all_get_200(export_dir):
     assert stats["requests"] == CROWD
 
 
+@pytest.mark.slow
 def test_sigterm_answers_every_accepted_request_and_health_says_503(export_dir):
     command = [
         sys.executable,

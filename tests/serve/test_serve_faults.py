@@ -112,6 +112,7 @@ def test_poisoned_requests_beside_good_ones(server, model):
     check_poisoned_beside_good(server.url, model)
 
 
+@pytest.mark.slow
 def test_poisoned_requests_beside_good_ones_against_layerpick_serve(model):
     """The same, against `layerpick serve` in its own process (the command users run)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

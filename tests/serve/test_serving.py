@@ -390,6 +390,7 @@ def test_cli_help_shows_an_example_and_the_options():
     assert bad.exit_code == 2 and "--threads" in bad.output
 
 
+@pytest.mark.slow
 def test_cli_bad_directory_is_one_line_exit_1(tmp_path):
     layerpick = os.path.join(os.path.dirname(sys.executable), "layerpick")
     done = subprocess.run(
@@ -406,6 +407,7 @@ def _read_lines(stream, lines: queue.Queue) -> None:
         lines.put(line)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_cli_server_with_exit_code_0():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     command = [

@@ -148,6 +148,7 @@ def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny
     assert list(data["failures"]) == ["broken"] and data["tasks"]["sts"]["main_score_by_layer"][4] is not None
 
 
+@pytest.mark.slow
 def test_unknown_task_fails_before_any_model_is_loaded(monkeypatch):
     monkeypatch.setattr("layerpick.validation.sources.load_model", lambda *a: pytest.fail("model loaded"))
     result = CliRunner().invoke(app, ["validate", "minilm-l6", "--tasks", "STSBenchmrk", "-q"])

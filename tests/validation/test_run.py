@@ -42,6 +42,7 @@ def validate(tmp_path, folders, **kwargs):
     return run_validation("tiny", [str(f) for f in folders], ValidateConfig(**{**options, **kwargs}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(ALL_KINDS))
 def test_single_pass_scores_equal_encoding_each_layer_alone(tmp_path, tiny_model, kind):
     folder = ALL_KINDS[kind](tmp_path)
@@ -86,6 +87,7 @@ def test_one_forward_pass_per_distinct_text(tmp_path, tiny_model):
     assert report.report.to_json()["texts_encoded"] == len(distinct)
 
 
+@pytest.mark.slow
 def test_resume_skips_finished_pairs(tmp_path, tiny_model, monkeypatch):
     folders = [ALL_KINDS["sts"](tmp_path), ALL_KINDS["classification"](tmp_path)]
     calls = []
@@ -127,6 +129,7 @@ def test_a_failing_task_does_not_stop_the_others(tmp_path, tiny_model, monkeypat
     assert json.loads((tmp_path / "out" / "validation.json").read_text())["failures"] == report.failures
 
 
+@pytest.mark.slow
 def test_report_comparison_and_metric_correlations(tmp_path, tiny_model):
     select = {
         "format": "layerpick-select/1",

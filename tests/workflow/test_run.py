@@ -41,6 +41,7 @@ def copy_of(finished_run, tmp_path) -> Path:
     return tmp_path / "out"
 
 
+@pytest.mark.slow
 def test_every_stage_writes_its_artifacts(finished_run):
     result, files, _ = finished_run
     out = result.output
@@ -132,6 +133,7 @@ def test_a_changed_option_recomputes_only_what_depends_on_it(finished_run, tmp_p
     assert [row.batch_size for row in again.bench.rows] == [2]
 
 
+@pytest.mark.slow
 def test_force_recomputes_everything(finished_run, tmp_path, monkeypatch):
     result, _, task = finished_run
     out = copy_of(finished_run, tmp_path)
@@ -213,6 +215,7 @@ def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
     assert all(again.stages[name]["reused"] for name in ("select", "validate", "export"))
 
 
+@pytest.mark.slow
 def test_failed_validation_is_retried_by_the_next_run(tiny_dirs, tmp_path, monkeypatch):
     task, broken = sts_folder(tmp_path), failing_classification(tmp_path, monkeypatch)
     config = config_for(task, tasks=(str(task), str(broken)), layers="last", bench=None)
