@@ -1,7 +1,7 @@
 """CPU serving backends side by side: full torch model, cut torch export, cut ONNX graph, cut ONNX int8 graph.
 
 For each (model, layer): export with `--format onnx --quantize int8` (reused when WORK already holds the same
-export), time the four encoders interleaved batch by batch in one process (`layerpick.bench.timing`, the
+export), time the four encoders interleaved batch by batch in one process (`layerpick.benchmark.timing`, the
 machinery of `layerpick bench`) at batch 1 and 32 with one thread count for torch and onnxruntime, and score each
 encoder on the shared STS tasks: cosine Spearman (MTEB's main score for STS) of each pair's embeddings against
 the gold score, on a seeded sample of pairs per task, and the mean over the tasks.
@@ -73,16 +73,16 @@ def sts_scores(encoder, tasks, batch_size: int = 32) -> dict[str, float]:
 
 def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
     """The export with its float ONNX graph, and its int8 graph made by the export's own int8 step
-    (`layerpick.export.onnx.step`): when that step refuses the graph (cosine to the float graph below 0.99 on the
+    (`layerpick.exporting.onnx.step`): when that step refuses the graph (cosine to the float graph below 0.99 on the
     parity texts),
     `export --quantize int8` would write nothing, so the graph is quantised here the same way and marked
     refused, to show what it would cost."""
     from layerpick.core.calibration import load_calibration
-    from layerpick.export.onnx import graph as onnx_graph, step as onnx_step
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
-    from layerpick.export.load import read_metadata
-    from layerpick.export.onnx.encoder import OnnxEncoder
+    from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+    from layerpick.exporting.load import read_metadata
+    from layerpick.exporting.onnx.encoder import OnnxEncoder
 
     out = work / f"{model}-k{layer}"
     facts_file = work / f"{model}-k{layer}.int8.json"
@@ -120,8 +120,8 @@ def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
 
 def encoders(exported: Path, model: str, work: Path) -> dict:
     """The four encoders; onnxruntime takes torch's thread count at load."""
-    from layerpick.bench.baseline import build_baseline_dir, full_model_dir
-    from layerpick.export.load import load_encoder, load_sentence_transformer
+    from layerpick.benchmark.baseline import build_baseline_dir, full_model_dir
+    from layerpick.exporting.load import load_encoder, load_sentence_transformer
 
     baseline = work / f"baseline-{exported.name}"
     if not baseline.exists():
@@ -136,8 +136,8 @@ def encoders(exported: Path, model: str, work: Path) -> dict:
 
 
 def measure(model: str, layer: int, args, tasks, full_scores: dict) -> dict:
-    from layerpick.bench.run import bench_texts
-    from layerpick.bench.timing import split_batches, time_side_by_side
+    from layerpick.benchmark.run import bench_texts
+    from layerpick.benchmark.timing import split_batches, time_side_by_side
 
     exported, int8 = export(model, layer, args.work)
     metadata = json.loads((exported / "layerpick.json").read_text())

@@ -1,8 +1,8 @@
 """How much faster is an exported (cut) model than its full model, next to the ideal its kept compute implies?
 
-For each model and layer K: export the model cut after layer K (`layerpick.export.job.export_model`; or, when
+For each model and layer K: export the model cut after layer K (`layerpick.exporting.job.export_model`; or, when
 that is missing, a cut built here with `load_model` + `surgery.truncate_` + sentence-transformers
-Transformer + Pooling), run `layerpick.bench.run.run_bench` (both models timed side by side in one process with
+Transformer + Pooling), run `layerpick.benchmark.run.run_bench` (both models timed side by side in one process with
 interleaved repeats; peak memory per model in fresh processes), and compare the measured throughput ratio
 with the ideal one.
 
@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from layerpick.bench.run import BenchConfig, bench_texts, run_bench
+from layerpick.benchmark.run import BenchConfig, bench_texts, run_bench
 from layerpick.core import registry
 
 logger = logging.getLogger("export_speedup")
@@ -79,15 +79,15 @@ def smollm_layers(args: argparse.Namespace) -> list[int]:
 def export(alias: str, layer: int, target: Path) -> str:
     """Write the cut model to `target`; return how it was made."""
     try:
-        from layerpick.export.config import ExportConfig
-        from layerpick.export.job import export_model
+        from layerpick.exporting.config import ExportConfig
+        from layerpick.exporting.job import export_model
     except ImportError:
         export_model = None
     if export_model is not None:
         export_model(alias, layer, target, ExportConfig(overwrite=True, progress=False))
-        return "layerpick.export.job.export_model"
+        return "layerpick.exporting.job.export_model"
     _export_here(alias, layer, target)
-    return "built in this script (load_model + truncate_ + Transformer + Pooling): layerpick.export.job was missing"
+    return "built in this script (load_model + truncate_ + Transformer + Pooling): layerpick.exporting.job was missing"
 
 
 def _export_here(alias: str, layer: int, target: Path) -> None:

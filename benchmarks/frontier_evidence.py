@@ -6,7 +6,7 @@ frontier of validated mean score against ideal speed-up (`layerpick.core.cost`),
 way of choosing takes: the unsupervised rule `min-infonce`, `--max-loss 0.01` and `--max-loss 0.02` (from
 the validation), `--min-speedup 3` (the rule within a budget), and the cost-aware candidates for a new
 default (the rule within budgets of 1.5x, 2x, 3x; the rule with tolerances 0.05 and 0.1). Every picked layer
-is benched against the full model in one run per model (`layerpick.bench.cuts`, interleaved, batch 1 and
+is benched against the full model in one run per model (`layerpick.benchmark.cuts`, interleaved, batch 1 and
 32). Across models: each candidate's mean regret (best layer's mean score minus the pick's) and mean ideal
 speed-up, and whether one is within 0.005 of min-infonce's regret while picking faster layers.
 
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rule_evidence import TASKS, task_folders  # noqa: E402  (the same subsampling as the rule evidence)
 
-from layerpick.bench.config import BenchConfig  # noqa: E402
-from layerpick.bench.cuts import CutsPlan, run_cuts  # noqa: E402
+from layerpick.benchmark.config import BenchConfig  # noqa: E402
+from layerpick.benchmark.cuts import CutsPlan, run_cuts  # noqa: E402
 from layerpick.core.collect import CollectConfig  # noqa: E402
 from layerpick.core.cost import LayerCosts  # noqa: E402
 from layerpick.frontier.choice import choose_validated, frontier  # noqa: E402

@@ -92,9 +92,9 @@ def picks(args) -> None:
 
 
 def cuts(args) -> None:
-    from layerpick.bench.config import BenchConfig
-    from layerpick.bench.cuts import plan_cuts, run_cuts
-    from layerpick.bench.cuts_output import to_markdown
+    from layerpick.benchmark.config import BenchConfig
+    from layerpick.benchmark.cuts import plan_cuts, run_cuts
+    from layerpick.benchmark.cuts_output import to_markdown
 
     config = BenchConfig(batch_sizes=BATCH_SIZES, texts=BENCH_TEXTS, device="cuda", memory=True)
     tables = {}

@@ -31,8 +31,8 @@ def export_all(work: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
     from layerpick.core import registry
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
 
     texts = list(DEFAULT_PARITY_TEXTS)
     (work / "reference").mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,8 @@ def export_all(work: Path, real: bool) -> None:
     from transformers import AutoTokenizer
 
     from layerpick.core import registry
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     jobs = [(f"tiny-{family}", str(path), 2) for family, path in _tiny_sources(work)]
     if real:

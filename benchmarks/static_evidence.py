@@ -83,8 +83,8 @@ def roles(model: str) -> dict[int, list[str]]:
 
 
 def export(model: str, layer: int, work: Path) -> Path:
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     target = work / "exports" / model / f"layer-{layer}"
     if (target / "layerpick.json").is_file():

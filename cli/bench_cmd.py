@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.render import render_bench, render_cuts
-from layerpick.bench.run import run_bench
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.render import render_bench, render_cuts
+from layerpick.benchmark.run import run_bench
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 
@@ -78,16 +78,7 @@ def bench(
 
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
-    config = BenchConfig(
-        baseline=baseline,
-        batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"),
-        texts=texts,
-        repeats=repeats,
-        device=device,
-        memory=memory,
-        threads=threads,
-        backend=backend,
-    )
+    config = opt.build(BenchConfig, locals(), batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"))
     if layers is not None or validation is not None or static:
         _bench_cuts(directory, layers, validation, config, output, as_json, quiet, tuple(static or ()))
         return
@@ -108,8 +99,8 @@ def _bench_cuts(
     quiet: bool,
     statics: tuple[Path, ...] = (),
 ) -> None:
-    from layerpick.bench.cuts import plan_cuts, run_cuts
-    from layerpick.bench.cuts_output import write_cuts
+    from layerpick.benchmark.cuts import plan_cuts, run_cuts
+    from layerpick.benchmark.cuts_output import write_cuts
     from layerpick.core.models import LoadOptions
     from layerpick._util.outputs import model_output_dir
 

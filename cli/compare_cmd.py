@@ -11,8 +11,8 @@ import typer
 from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
-from layerpick.compare.render import render_comparison
-from layerpick.compare.run import compare_reports
+from layerpick.comparison.render import render_comparison
+from layerpick.comparison.run import compare_reports
 
 REPORTS_HELP = (
     "Select report.json files, validation.json files, or folders holding them (a select/validate --output "

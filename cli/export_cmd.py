@@ -13,10 +13,10 @@ from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
-from layerpick.export.config import ExportConfig
+from layerpick.exporting.config import ExportConfig
 from layerpick.errors import LayerpickError
-from layerpick.export.job import ExportError, export_model
-from layerpick.export.render import render_export, render_static_layers
+from layerpick.exporting.job import ExportError, export_model
+from layerpick.exporting.render import render_export, render_static_layers
 from layerpick.selection.result import read_select_report
 
 
@@ -86,20 +86,7 @@ def export(
 
     Example: layerpick export minilm-l6 --layers 2,4,6 --output minilm-static --format static
     """
-    config = ExportConfig(
-        pooling=pooling,
-        normalize=normalize,
-        max_seq_length=max_seq_length,
-        report=report,
-        overwrite=overwrite,
-        progress=not quiet,
-        format=format,
-        quantize=quantize,
-        prompt=prompt,
-        transform=transform,
-        fit_texts=fit_texts,
-        static_dims=static_dims,
-    )
+    config = opt.build(ExportConfig, locals(), progress=not quiet)
     interrupt.final_output(output)  # once the export is in place, the command has succeeded
     if layers is not None:
         _export_layers(registry.model_or_default(model), layer, layers, output, config, load)
@@ -113,7 +100,7 @@ def export(
 def _export_layers(
     model: str, layer: int | None, layers: str, output: Path, config: ExportConfig, load: LoadOptions
 ) -> None:
-    from layerpick.export.static_layers import export_static_layers
+    from layerpick.exporting.static_layers import export_static_layers
 
     if layer is not None:
         raise ExportError("give --layer K or --layers K1,K2,..., not both")

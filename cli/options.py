@@ -17,6 +17,7 @@ from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
 from layerpick.core.transform import DEFAULT_TRANSFORM
+from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.config import SelectConfig
 
 
@@ -45,6 +46,20 @@ def default(source: Any, path: str) -> Any:
     for name in rest.split(".") if rest else ():
         value = getattr(value, name)
     return value
+
+
+def build(target: Callable, parameters: dict, **values: Any) -> Any:
+    """`target` (a config dataclass or a library function) called with the command's `parameters` that are
+    named as its fields or parameters, and with `values` (by field name) for the ones a command names otherwise
+    or parses first. A command's options are named as the config fields they set, so this is the one place
+    that hands them over: `build(ServeConfig, locals())`."""
+    if dataclasses.is_dataclass(target):
+        names = {field.name for field in dataclasses.fields(target)}
+    else:
+        names = set(inspect.signature(target).parameters)
+    return target(
+        **{name: value for name, value in parameters.items() if name in names and name not in values}, **values
+    )
 
 
 def sizes_text(sizes: tuple[int, ...]) -> str:
@@ -363,6 +378,12 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
     )
 
 
+# --choose and --max-loss of `validate` and `run`, handed over as one `choice: ChoiceOptions`.
+with_choice_options = _option_group(
+    "choice",
+    {"choose": (Choose, None), "max_loss": (MaxLoss, None)},
+    lambda values, own: ChoiceOptions.parse(values["choose"], values["max_loss"]),
+)
 # The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
 with_load_options = _option_group("load", LOAD_OPTIONS, lambda values, own: LoadOptions(**values))
 # The scoring and selection options of `select` and `run`, handed over as one `selection: SelectConfig` (progress

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from layerpick._util import interrupt
-from layerpick.bench.run import BenchConfig
+from layerpick.benchmark.run import BenchConfig
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
@@ -18,13 +18,14 @@ from layerpick.errors import LayerpickError
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
-from layerpick.workflow.render import announcer, render_run
+from layerpick.workflow.render import announcer, render_run, run_summary
 from layerpick.workflow.report import RUN_REPORT_PAGE
-from layerpick.workflow.run import RunConfig, RunResult, run_workflow
+from layerpick.workflow.run import RunConfig, run_workflow
 
 
 @opt.with_load_options
 @opt.with_select_options
+@opt.with_choice_options
 def run(
     model: opt.ModelArg = None,
     tasks: opt.Tasks = None,
@@ -61,11 +62,10 @@ def run(
         bool, typer.Option("--bench-memory/--no-bench-memory", help="Measure peak memory (a fresh process per model).")
     ] = default(BenchConfig, "memory"),
     threads: opt.Threads = default(BenchConfig, "threads"),
-    choose: opt.Choose = None,
-    max_loss: opt.MaxLoss = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),
+    choice: ChoiceOptions = ChoiceOptions(),
     load: LoadOptions = LoadOptions(),
 ) -> None:
     """Select a layer, validate it, export it and bench it, into one folder with one report (report.html).
@@ -76,60 +76,32 @@ def run(
     from layerpick.validation import split_items  # mteb-free until a command runs
 
     items = tuple(item for value in tasks or [] for item in split_items(value))
-    choice = ChoiceOptions.parse(choose, max_loss)
     sizes = opt.parse_sizes(bench_batch_sizes, "--bench-batch-sizes")
-    bench_config = (
-        BenchConfig(
-            batch_sizes=sizes,
-            texts=bench_texts,
-            repeats=bench_repeats,
-            device=load.device,
-            memory=bench_memory,
-            threads=threads,
-        )
-        if bench
-        else None
+    bench_config = BenchConfig(
+        batch_sizes=sizes,
+        texts=bench_texts,
+        repeats=bench_repeats,
+        device=load.device,
+        memory=bench_memory,
+        threads=threads,
     )
-    layers = layers or ("all" if choice.validated else default(RunConfig, "layers"))
-    config = RunConfig(
+    config = opt.build(
+        RunConfig,
+        locals(),
         tasks=items,
-        layers=layers,
+        layers=layers or ("all" if choice.validated else default(RunConfig, "layers")),
         task_data=tuple(task_data or ()),
-        normalize=normalize,
-        bench=bench_config,
+        bench=bench_config if bench else None,
         select=selection,
-        choice=choice,
-        force=force,
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
     result = run_workflow(name, target, load, config, progress=not quiet, announce=announcer(quiet))
     files = result.report_files
     if as_json:
-        typer.echo(json.dumps(summary(result, files), indent=2))
+        typer.echo(json.dumps(run_summary(result, files), indent=2))
     else:
         render_run(result, files)
     failures = result.validation.failures if result.validation else None
     if failures:
         raise LayerpickError(f"{len(failures)} validation task(s) failed ({', '.join(failures)}); see {files[0]}")
-
-
-def summary(result: RunResult, files: list[Path]) -> dict:
-    """The answer in a few keys: which layer, how good, how much faster, and where everything is."""
-    comparison = result.validation.comparison if result.validation else None
-    return {
-        "model": result.model,
-        "num_layers": result.select.num_layers,
-        "selected_layer": result.select.selected_layer,
-        "rule": result.select.rule,
-        "exported_layer": result.export.layer,
-        "choice": result.config.choice.describe(),
-        "prompt": result.select.prompt,
-        "transform": result.export.transform,
-        "validation": comparison,
-        "speedup": result.bench.speedups() if result.bench else None,
-        "export": str(result.export_dir),
-        "parity_passed": result.export.parity["passed"],
-        "report": [str(path) for path in files],
-        "stages": result.stages,
-    }

@@ -9,9 +9,9 @@ import typer
 
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
-from layerpick.serve.config import ServeConfig
-from layerpick.serve.server import EmbeddingServer
-from layerpick.serve.server import serve as run_server
+from layerpick.serving.config import ServeConfig
+from layerpick.serving.server import EmbeddingServer
+from layerpick.serving.server import serve as run_server
 
 
 def serve(
@@ -58,20 +58,7 @@ def serve(
 
     Example: layerpick serve ./smollm2-k15 --port 8080 --threads 4
     """
-    config = ServeConfig(
-        host=host,
-        port=port,
-        max_inputs=max_inputs,
-        max_chars=max_chars,
-        batch_size=batch_size,
-        max_wait_ms=max_wait_ms,
-        device=device,
-        model_name=model_name,
-        threads=threads,
-        backend=backend,
-        strict_model=strict_model,
-    )
-    run_server(directory, config, on_ready=_announce)
+    run_server(directory, opt.build(ServeConfig, locals()), on_ready=_announce)
     typer.echo("layerpick: server stopped", err=True)
 
 

@@ -25,6 +25,7 @@ from layerpick.validation.render import render_failures, render_validation
 
 
 @opt.with_load_options
+@opt.with_choice_options
 def validate(
     model: opt.ModelArg = None,
     tasks: opt.Tasks = None,
@@ -67,10 +68,9 @@ def validate(
     representation: opt.Representation = default(ValidateConfig, "representation"),
     batch_size: opt.BatchSize = default(ValidateConfig, "batch_size"),
     max_length: opt.MaxLength = default(ValidateConfig, "max_length"),
-    choose: opt.Choose = None,
-    max_loss: opt.MaxLoss = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
+    choice: ChoiceOptions = ChoiceOptions(),
     load: LoadOptions = LoadOptions(),
 ) -> None:
     """Score layers on MTEB tasks: every layer from one forward pass per distinct text, resumable.
@@ -80,29 +80,20 @@ def validate(
     items = [item for value in tasks or [] for item in validation.split_items(value)]
     if not items:
         raise typer.BadParameter("give at least one task", param_hint="--tasks")
-    choice = ChoiceOptions.parse(choose, max_loss)
     _quiet_mteb_logging()
     if materialize is not None:
         for folder in validation.materialize_tasks(items, materialize):
             typer.echo(f"wrote {folder}")
         return
-    config = validation.ValidateConfig(
-        layers=layers,
-        report=report,
+    config = opt.build(
+        validation.ValidateConfig,
+        locals(),
+        tasks=tuple(items),
         output_dir=output,
-        pooling=pooling,
-        representation=representation,
-        batch_size=batch_size,
-        max_length=max_length,
-        normalize=normalize,
         exported_dir=exported,
         store_dir=store,
         task_data=task_data or (),
         progress=not quiet,
-        choice=choice,
-        prompt=prompt,
-        transform=transform,
-        fit_texts=fit_texts,
     )
     source = None if exported and model is None else registry.model_or_default(model)
     interrupt.final_output(validation.validation_output(source, config) / VALIDATION_FILE)  # written last

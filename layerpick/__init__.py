@@ -1,8 +1,8 @@
 """layerpick: find the best intermediate layer of a language model without labels, and export it.
 
-The curated public API: the stage verbs (`select`, `validate` and `run` here; all seven, with `export`, `bench`,
-`compare` and `serve`, in `layerpick.verbs`, which says their one argument pattern), each stage's config and
-result types, and the "layer k" core. The names are imported on first use (PEP 562), so `import
+The curated public API: the seven stage verbs (`select`, `validate`, `export`, `bench`, `run`, `compare`,
+`serve`; `layerpick.verbs` says their one argument pattern), each stage's config and result types, and the
+"layer k" core. The names are imported on first use (PEP 562), so `import
 layerpick.<submodule>` does not pay for torch
 until something needs it; the command line relies on that to handle Ctrl-C from its first moment.
 """
@@ -16,26 +16,25 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI'
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    # The verbs whose names no subpackage takes; `export`, `bench`, `compare` and `serve` are `layerpick.verbs.*`
-    # until those four packages are renamed (an import of `layerpick.export.x` rebinds `layerpick.export`).
-    **{verb: "layerpick.verbs" for verb in ("select", "validate", "run")},
+    # The verbs; no subpackage takes a verb's name (an import of `layerpick.<name>.x` would rebind the attribute).
+    **{verb: "layerpick.verbs" for verb in ("select", "validate", "export", "bench", "run", "compare", "serve")},
     "SelectConfig": "layerpick.selection.job",
     "SelectReport": "layerpick.selection.result",
     "ValidateConfig": "layerpick.validation.config",
     "ValidationReport": "layerpick.validation.result",
     "ValidationRun": "layerpick.validation.result",
-    "ExportConfig": "layerpick.export.config",
-    "ExportResult": "layerpick.export.job",
-    "ExportMetadata": "layerpick.export.metadata",
-    "BenchConfig": "layerpick.bench.config",
-    "BenchResult": "layerpick.bench.run",
-    "CutsResult": "layerpick.bench.cuts",
+    "ExportConfig": "layerpick.exporting.config",
+    "ExportResult": "layerpick.exporting.job",
+    "ExportMetadata": "layerpick.exporting.metadata",
+    "BenchConfig": "layerpick.benchmark.config",
+    "BenchResult": "layerpick.benchmark.run",
+    "CutsResult": "layerpick.benchmark.cuts",
     "RunConfig": "layerpick.workflow.run",
     "RunResult": "layerpick.workflow.run",
     "RunRecord": "layerpick.workflow.record",
-    "Comparison": "layerpick.compare.run",
-    "ComparisonReport": "layerpick.compare.result",
-    "ServeConfig": "layerpick.serve.config",
+    "Comparison": "layerpick.comparison.run",
+    "ComparisonReport": "layerpick.comparison.result",
+    "ServeConfig": "layerpick.serving.config",
     "CalibrationSet": "layerpick.core.calibration",
     "load_calibration": "layerpick.core.calibration",
     "CollectConfig": "layerpick.core.collect",
@@ -78,28 +77,32 @@ __all__ = [
     "family_for",
     "load_calibration",
     "load_model",
+    "bench",
+    "compare",
+    "export",
     "run",
     "select",
+    "serve",
     "truncate_",
     "truncated_copy",
     "validate",
 ]
 
 if TYPE_CHECKING:
-    from layerpick.bench.config import BenchConfig
-    from layerpick.bench.cuts import CutsResult
-    from layerpick.bench.run import BenchResult
-    from layerpick.compare.result import ComparisonReport
-    from layerpick.compare.run import Comparison
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import ExportResult
-    from layerpick.export.metadata import ExportMetadata
+    from layerpick.benchmark.config import BenchConfig
+    from layerpick.benchmark.cuts import CutsResult
+    from layerpick.benchmark.run import BenchResult
+    from layerpick.comparison.result import ComparisonReport
+    from layerpick.comparison.run import Comparison
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import ExportResult
+    from layerpick.exporting.metadata import ExportMetadata
     from layerpick.selection.config import SelectConfig
     from layerpick.selection.result import SelectReport
-    from layerpick.serve.config import ServeConfig
+    from layerpick.serving.config import ServeConfig
     from layerpick.validation.config import ValidateConfig
     from layerpick.validation.result import ValidationReport, ValidationRun
-    from layerpick.verbs import run, select, validate
+    from layerpick.verbs import bench, compare, export, run, select, serve, validate
     from layerpick.workflow.record import RunRecord
     from layerpick.workflow.run import RunConfig, RunResult
     from layerpick.core.calibration import CalibrationSet, load_calibration

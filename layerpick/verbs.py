@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Sequence
 __all__ = ["bench", "compare", "export", "run", "select", "serve", "validate"]
 
 if TYPE_CHECKING:
-    from layerpick.bench import BenchConfig, BenchResult
-    from layerpick.compare import Comparison
+    from layerpick.benchmark import BenchConfig, BenchResult
+    from layerpick.comparison import Comparison
     from layerpick.core.models import LoadOptions
-    from layerpick.export import ExportConfig, ExportResult
+    from layerpick.exporting import ExportConfig, ExportResult
     from layerpick.selection import SelectConfig
     from layerpick.selection.result import SelectReport
-    from layerpick.serve import ServeConfig
+    from layerpick.serving import ServeConfig
     from layerpick.validation import ValidateConfig, ValidationRun
     from layerpick.workflow import RunConfig, RunResult
 
@@ -81,7 +81,7 @@ def export(
     """Cut `model` after block `config.layer` (or the layer `config.report` chose), save it as a
     sentence-transformers folder at `output` (ONNX or a static table per `config.format`), parity-checked."""
     from layerpick.core.models import LoadOptions
-    from layerpick.export.job import export_model
+    from layerpick.exporting.job import export_model
 
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
     return export_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
@@ -97,7 +97,7 @@ def bench(
     """Time the export in `export_dir` against the full model it was cut from, interleaved in one process; with
     `output`, also write the result there as bench.json."""
     from layerpick._util.atomic import write_json_atomic
-    from layerpick.bench.run import BenchConfig, run_bench
+    from layerpick.benchmark.run import BenchConfig, run_bench
 
     result = run_bench(export_dir, config or BenchConfig(), progress=progress)
     if output is not None:
@@ -125,13 +125,13 @@ def run(
 
 def compare(reports: Sequence[str | Path], *, output: str | Path, overwrite: bool = False) -> Comparison:
     """Overlay several select reports and validations (files or folders) on relative depth into `output`."""
-    from layerpick.compare.run import compare_reports
+    from layerpick.comparison.run import compare_reports
 
     return compare_reports(reports, output, overwrite=overwrite)
 
 
 def serve(export_dir: str | Path, config: ServeConfig | None = None) -> None:
     """Serve the export in `export_dir` over HTTP (OpenAI-style /v1/embeddings) until SIGTERM or SIGINT."""
-    from layerpick.serve.server import ServeConfig, serve as serve_forever
+    from layerpick.serving.server import ServeConfig, serve as serve_forever
 
     serve_forever(export_dir, config or ServeConfig())

@@ -48,8 +48,8 @@ def tree_section(text: str) -> str:
 
 def test_named_modules_reads_paths_unambiguously():
     assert named_modules(
-        "core/models.py, `cli/app.py`, errors.py and layerpick/export/onnx/graph.py; tests/testkit/tiny.py is not one"
-    ) == {"layerpick/core/models.py", "layerpick/errors.py", "cli/app.py", "layerpick/export/onnx/graph.py"}
+        "core/models.py, `cli/app.py`, errors.py and layerpick/exporting/onnx/graph.py; tests/testkit/tiny.py isn't"
+    ) == {"layerpick/core/models.py", "layerpick/errors.py", "cli/app.py", "layerpick/exporting/onnx/graph.py"}
     assert "layerpick/cli/app.py" not in modules_on_disk()
     assert "cli/app.py" in modules_on_disk()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "layerpick"
 # The stages in the order they build on each other: a stage may import only stages before it.
-STAGES = ("selection", "export", "validation", "bench", "serve", "compare", "workflow")
+STAGES = ("selection", "exporting", "validation", "benchmark", "serving", "comparison", "workflow")
 NEUTRAL = ("core", "metrics", "frontier", "_util", "errors", "data")  # shared rooms: they import no stage
 # What a stage shows its siblings: its package (verbs and types), its config and result (the file's document),
 # export's metadata and load (an export read back), and the renderers of its result (render: the terminal,

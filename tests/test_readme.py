@@ -2,9 +2,9 @@
 
 1. Every `layerpick ...` command line in the code blocks of the README and of the pages under docs/ names a real
    command and real options.
-2. The bash blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They are the
-   walkthrough from a fresh install to a served embedder; `tasks/` there holds the local MTEB task folders
-   that the README tells users to materialise with `layerpick validate --materialize`.
+2. The bash and Python blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They
+   are the walkthrough from a fresh install to a served embedder and the Python API; `tasks/` there holds the
+   local MTEB task folders that the README tells users to materialise with `layerpick validate --materialize`.
 The outputs pasted under those blocks come from a real run of the same commands; they are not compared
 here (timings and scores vary from machine to machine), only the commands are.
 """
@@ -25,11 +25,21 @@ from tests.testkit.paths import SHARED_DATA
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"(<!-- runnable -->\n)?```(?:bash|console)\n(.*?)```", re.S)
+BLOCK = re.compile(r"(<!-- runnable -->\n)?```(bash|console|python)\n(.*?)```", re.S)
+BASH = ["bash", "-euo", "pipefail", "-c"]
+RUNNERS = {"bash": BASH, "console": BASH, "python": [sys.executable, "-c"]}
 
 
-def code_blocks(document: Path = README) -> list[tuple[bool, str]]:
-    return [(bool(marker), body) for marker, body in BLOCK.findall(document.read_text(encoding="utf-8"))]
+def code_blocks(document: Path = README, languages: tuple[str, ...] = ("bash", "console")) -> list[tuple[bool, str]]:
+    """(marked runnable, body) of each fenced block in one of `languages`."""
+    found = BLOCK.findall(document.read_text(encoding="utf-8"))
+    return [(bool(marker), body) for marker, language, body in found if language in languages]
+
+
+def runnable_blocks() -> list[tuple[list[str], str]]:
+    """(the command that runs it, body) of each block marked runnable, in the README's order."""
+    found = BLOCK.findall(README.read_text(encoding="utf-8"))
+    return [(RUNNERS[language], body) for marker, language, body in found if marker]
 
 
 def command_lines(documents: list[Path] = DOCUMENTS) -> list[str]:
@@ -52,10 +62,11 @@ def known_options() -> dict[str, set[str]]:
 
 def test_readme_has_runnable_blocks_and_commands():
     assert sum(marked for marked, _ in code_blocks()) >= 2
+    assert sum(marked for marked, _ in code_blocks(languages=("python",))) >= 2  # the Python API runs too
     assert len(command_lines([README])) >= 8
-    assert not any(marked for document in DOCUMENTS[1:] for marked, _ in code_blocks(document)), (
-        "runnable blocks belong in the README, where test_runnable_blocks_succeed runs them"
-    )
+    assert not any(
+        marked for document in DOCUMENTS[1:] for marked, _ in code_blocks(document, ("bash", "console", "python"))
+    ), "runnable blocks belong in the README, where test_runnable_blocks_succeed runs them"
 
 
 @pytest.mark.parametrize("line", command_lines())
@@ -77,11 +88,9 @@ def test_runnable_blocks_succeed(tmp_path):
     for name in ("BIOSSES", "STSBenchmark"):
         (tmp_path / "tasks" / name).symlink_to(SHARED_DATA / name)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    for number, (marked, body) in enumerate(code_blocks()):
-        if not marked:
-            continue
+    for number, (runner, body) in enumerate(runnable_blocks()):
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", body],
+            [*runner, body],
             cwd=tmp_path,
             env=env,
             capture_output=True,

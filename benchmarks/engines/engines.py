@@ -59,9 +59,9 @@ TEXTS = [
 def export(work: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
-    from layerpick.export.onnx.step import OnnxParityError
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
+    from layerpick.exporting.onnx.step import OnnxParityError
 
     work.mkdir(parents=True, exist_ok=True)
     (work / "texts.json").write_text(json.dumps(TEXTS, ensure_ascii=False))

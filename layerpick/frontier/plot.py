@@ -1,10 +1,10 @@
 """Plots of the quality-speed trade-off: the frontier plot, and a speed-up axis for plots by relative depth.
 
-Owns how cost shows in a figure: `plot_frontier` (quality against ideal speed-up, every layer a labelled point,
+Owns how cost shows in a figure: `draw_frontier` (quality against ideal speed-up, every layer a labelled point,
 the frontier joined, named layers marked), `draw_pair_frontier` (the same over several variants: every
-(variant, layer) pair in its variant's colour, the frontier over all pairs joined) and `add_speedup_axis` (a top
-axis giving the ideal speed-up at layers along a relative-depth x axis). matplotlib's Agg backend; the caller
-saves and closes the figure.
+(variant, layer) pair in its variant's colour, the frontier over all pairs joined), `frontier_figure` (the
+figure they are drawn in) and `add_speedup_axis` (a top axis giving the ideal speed-up at layers along a
+relative-depth x axis). matplotlib's Agg backend; the caller saves and closes the figure (`save_figure`).
 """
 
 from __future__ import annotations
@@ -138,20 +138,9 @@ def _speedup_x_axis(axis, xs: Sequence[float], ylabel: str) -> None:
     axis.legend(fontsize=7, loc="best")
 
 
-def plot_frontier(
-    path: Path,
-    title: str,
-    quality: Sequence[float | None],
-    speedup: Sequence[float],
-    layers: Sequence[int],
-    on_frontier: Sequence[int],
-    marks: Mapping[str, int | None],
-    ylabel: str,
-) -> Path:
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(8, 5.2))
-    draw_frontier(axis, quality, speedup, layers, on_frontier, marks, ylabel)
-    return save_figure(figure, axis, title, path)
+def frontier_figure():
+    """A new figure with one axis, sized for a frontier plot: (figure, axis)."""
+    return pyplot().subplots(figsize=(8, 5.2))
 
 
 def save_figure(figure, axis, title: str, path: Path) -> Path:

@@ -12,9 +12,9 @@ from typing import Any
 from layerpick._util.finite import is_finite
 from layerpick.frontier.plot import (
     add_speedup_axis,
+    draw_frontier,
     draw_pair_frontier,
-    plot_frontier,
-    pyplot,
+    frontier_figure,
     save_figure,
 )
 from layerpick.selection.result import SelectReport
@@ -65,6 +65,7 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
 
 VARIANT_STYLES = ("-", "--", ":", "-.")
 VARIANT_COLOURS = ("black", "darkred", "darkblue", "darkgreen", "darkorange", "indigo")
+MEAN_SCORE = "mean main score over the tasks"  # the frontier plots' quality axis
 
 
 def draw_scores(axis, data: dict[str, Any], depth: int) -> None:
@@ -105,16 +106,11 @@ def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
     }
     layers = [k for k in data["layers_evaluated"] if k >= 1]
     choice = "exported/chosen: layer " + str(section["chosen_layer"]) if section.get("chosen_layer") else ""
-    return plot_frontier(
-        Path(path),
-        f"{data['model']}: mean task score against ideal speed-up. {choice}",
-        data["mean_by_layer"],
-        data["cost"]["ideal_speedup"],
-        layers,
-        section["layers"],
-        marks,
-        "mean main score over the tasks",
+    figure, axis = frontier_figure()
+    draw_frontier(
+        axis, data["mean_by_layer"], data["cost"]["ideal_speedup"], layers, section["layers"], marks, MEAN_SCORE
     )
+    return save_figure(figure, axis, f"{data['model']}: mean task score against ideal speed-up. {choice}", Path(path))
 
 
 def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
@@ -125,11 +121,8 @@ def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
     on_frontier = [(pair["variant"], pair["layer"]) for pair in section["pairs"]]
     marks = {"best": _pair(section["best"]), "validated pick": _pair(section.get("chosen"))}
     layers = [k for k in data["layers_evaluated"] if k >= 1]
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(8, 5.2))
-    draw_pair_frontier(
-        axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks, "mean main score over the tasks"
-    )
+    figure, axis = frontier_figure()
+    draw_pair_frontier(axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks, MEAN_SCORE)
     return save_figure(
         figure, axis, f"{data['model']}: mean task score against ideal speed-up, every variant", Path(path)
     )

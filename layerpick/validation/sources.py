@@ -14,7 +14,7 @@ from mteb.models.model_meta import ModelMeta
 
 from layerpick._util.cache import cache_root
 from layerpick._util.filenames import METADATA_FILE
-from layerpick.export.metadata import ExportMetadata
+from layerpick.exporting.metadata import ExportMetadata
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading

@@ -10,7 +10,7 @@ import shlex
 from typing import Any
 
 from layerpick._util.filenames import REPORT_FILE
-from layerpick.bench.config import BenchConfig
+from layerpick.benchmark.config import BenchConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import RunConfig, RunResult
 

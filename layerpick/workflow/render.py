@@ -1,5 +1,6 @@
 """A run on the terminal, as `layerpick run` prints it: the stages as they start (stderr), then the layer
-exported, its scores, its speed and where everything is (stdout). The report files are `workflow.report`'s.
+exported, its scores, its speed and where everything is (stdout), or that in a few keys (`--json`). The report
+files are `workflow.report`'s.
 """
 
 from __future__ import annotations
@@ -60,3 +61,24 @@ def render_run(result: "RunResult", files: list[Path]) -> None:
         console.print(f"batch {row.batch_size}: throughput x{number(row.throughput_ratio, '.2f')} vs the full model")
     console.print(f"export: {result.export_dir}")
     console.print("report: " + ", ".join(str(path) for path in files))
+
+
+def run_summary(result: "RunResult", files: list[Path]) -> dict:
+    """`layerpick run --json`: which layer, how good, how much faster, and where everything is."""
+    comparison = result.validation.comparison if result.validation else None
+    return {
+        "model": result.model,
+        "num_layers": result.select.num_layers,
+        "selected_layer": result.select.selected_layer,
+        "rule": result.select.rule,
+        "exported_layer": result.export.layer,
+        "choice": result.config.choice.describe(),
+        "prompt": result.select.prompt,
+        "transform": result.export.transform,
+        "validation": comparison,
+        "speedup": result.bench.speedups() if result.bench else None,
+        "export": str(result.export_dir),
+        "parity_passed": result.export.parity["passed"],
+        "report": [str(path) for path in files],
+        "stages": result.stages,
+    }

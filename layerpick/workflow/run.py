@@ -37,13 +37,13 @@ from layerpick._util.filenames import (
     VALIDATION_FILE,
 )
 from layerpick._util.outputs import check_output_location, check_replaceable
-from layerpick.bench import BenchConfig, BenchResult, run_bench
+from layerpick.benchmark import BenchConfig, BenchResult, run_bench
 from layerpick.core.calibration import load_calibration
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import parse_prompts, prompt_from_json
-from layerpick.export.config import ExportConfig
-from layerpick.export import annotate_export, export_model
-from layerpick.export.metadata import ExportMetadata
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting import annotate_export, export_model
+from layerpick.exporting.metadata import ExportMetadata
 from layerpick.frontier.choice import ChoiceError, ChoiceOptions
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms

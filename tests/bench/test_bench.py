@@ -16,17 +16,17 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from layerpick.bench import memory as bench_memory
-from layerpick.bench import run as bench
-from layerpick.bench.baseline import (
+from layerpick.benchmark import memory as bench_memory
+from layerpick.benchmark import run as bench
+from layerpick.benchmark.baseline import (
     baseline_source,
     build_baseline_dir,
     full_model_dir,
     transformer_dir,
 )
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.run import BenchResult, bench_texts, run_bench
-from layerpick.bench.timing import split_batches, summarise, time_side_by_side
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.run import BenchResult, bench_texts, run_bench
+from layerpick.benchmark.timing import split_batches, summarise, time_side_by_side
 from layerpick.core import surgery
 from tests.testkit.metadata import export_metadata
 

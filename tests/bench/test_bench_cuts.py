@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.cuts import cut_directory, parse_cut_layers, plan_cuts, run_cuts
-from layerpick.bench.cuts_output import write_cuts
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.cuts import cut_directory, parse_cut_layers, plan_cuts, run_cuts
+from layerpick.benchmark.cuts_output import write_cuts
 from layerpick.core import surgery
 from layerpick.errors import LayerRangeError
 from layerpick.validation.result import ValidationReport

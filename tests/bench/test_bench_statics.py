@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.cuts import plan_cuts, run_cuts
-from layerpick.bench.cuts_output import to_markdown, write_cuts
-from layerpick.bench.statics import size_on_disk
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.cuts import plan_cuts, run_cuts
+from layerpick.benchmark.cuts_output import to_markdown, write_cuts
+from layerpick.benchmark.statics import size_on_disk
 from layerpick.cli.app import app
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
 
 pytest.importorskip("model2vec")
 SMALL = BenchConfig(batch_sizes=(1, 3), texts=3, repeats=1, memory=False)

@@ -25,8 +25,8 @@ def tiny(tiny_dirs) -> str:
 
 @pytest.fixture(scope="module")
 def export(tiny, tmp_path_factory) -> str:
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     folder = tmp_path_factory.mktemp("export") / "cut"
     export_model(tiny, 2, folder, ExportConfig(progress=False))
@@ -147,7 +147,7 @@ def test_run_hashes_and_selects_from_one_read_of_a_pipe(tiny, tmp_path, capsys):
 
 def test_bench_rows_are_labelled_with_the_batch_size_timed(export, capsys, caplog):
     """`bench --texts 4 --batch-sizes 1,8,16`: the batches held at most 4 texts, so the rows are 1 and 4."""
-    with caplog.at_level(logging.WARNING, logger="layerpick.bench.run"):
+    with caplog.at_level(logging.WARNING, logger="layerpick.benchmark.run"):
         code, out, err = run_cli(
             [
                 "bench",
@@ -168,7 +168,7 @@ def test_bench_rows_are_labelled_with_the_batch_size_timed(export, capsys, caplo
     data = json.loads(out)
     assert [row["batch_size"] for row in data["rows"]] == [1, 4]
     notice = "batch sizes 8 and 16 capped at the 4 texts timed"
-    logged = [record.getMessage() for record in caplog.records if record.name == "layerpick.bench.run"]
+    logged = [record.getMessage() for record in caplog.records if record.name == "layerpick.benchmark.run"]
     assert notice in data["notes"] and logged == [notice]
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from layerpick._util import interrupt
-from layerpick.bench.run import BenchConfig
-from layerpick.export.config import ExportConfig
+from layerpick.benchmark.run import BenchConfig
+from layerpick.exporting.config import ExportConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import LEDGER, RunConfig, run_workflow
 from tests.testkit.tasks import sts_folder
@@ -92,7 +92,7 @@ def test_ctrl_c_under_debug_shows_where_and_keeps_130(tiny_dirs, tmp_path):
 def test_an_interrupt_swallowed_by_a_library_commits_nothing(tiny_dirs, tmp_path, monkeypatch):
     """The atomic writers honour a requested interrupt even when the KeyboardInterrupt never came up: an export
     whose parity pass 'swallowed' Ctrl-C stops before the directory is moved into place."""
-    from layerpick.export import job
+    from layerpick.exporting import job
 
     collect = job.collect
 
@@ -130,7 +130,7 @@ def _raise_once(monkeypatch, target, name: str) -> None:
 
 
 def _points():
-    from layerpick.export import job as export_job
+    from layerpick.exporting import job as export_job
     from layerpick.selection import job as select_job
     from layerpick.selection import report as select_report
     from layerpick.validation import run as validation_run

@@ -19,17 +19,17 @@ import typer
 from typer.testing import CliRunner
 
 from layerpick._util import interrupt
-from layerpick.bench.config import BenchConfig
+from layerpick.benchmark.config import BenchConfig
 from layerpick.cli.app import app
-from layerpick.cli.options import parse_sizes
-from layerpick.compare.run import compare_reports
+from layerpick.cli.options import build, parse_sizes
+from layerpick.comparison.run import compare_reports
 from layerpick.core.collect import CollectConfig
 from layerpick.core.collect_job import collect_layers
 from layerpick.core.models import LoadOptions
-from layerpick.export.config import ExportConfig
+from layerpick.exporting.config import ExportConfig
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.config import SelectConfig
-from layerpick.serve.config import ServeConfig
+from layerpick.serving.config import ServeConfig
 from layerpick.validation.config import ValidateConfig
 from layerpick.workflow.run import RunConfig
 
@@ -320,7 +320,7 @@ def test_collect_hands_over_collect_layers_defaults(captured):
 
 def test_validate_hands_over_the_default_config(captured):
     seen = captured("validate", "a-model", "--tasks", "STSBenchmark")
-    assert seen["args"] == ("a-model", ["STSBenchmark"], ValidateConfig())
+    assert seen["args"] == ("a-model", ["STSBenchmark"], ValidateConfig(tasks=("STSBenchmark",)))
     assert seen["kwargs"] == {"load_options": LoadOptions()}
 
 
@@ -349,3 +349,16 @@ def test_run_hands_over_the_default_configs(captured):
     seen = captured("run", "a-model")
     model, _, load, config = seen["args"]
     assert (model, load, config) == ("a-model", LoadOptions(), RunConfig())
+
+
+def test_build_hands_over_the_parameters_named_as_fields():
+    from layerpick.serving.config import ServeConfig
+
+    parameters = {"port": 9000, "batch_size": 4, "directory": "x", "as_json": True}
+    config = build(ServeConfig, parameters, batch_size=8)
+    assert (config.port, config.batch_size, config.host) == (9000, 8, field_default(ServeConfig, "host"))
+
+    def function(model, *, limit=3, seed=0):
+        return model, limit, seed
+
+    assert build(function, {"limit": 5, "quiet": True}, model="m") == ("m", 5, 0)

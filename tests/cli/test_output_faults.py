@@ -73,7 +73,7 @@ def test_a_signal_during_an_export_cleans_up_like_ctrl_c(name, signum, code, tin
     out = tmp_path / "cut"
     child = launch(
         tmp_path,
-        "layerpick.export.job:check_parity",
+        "layerpick.exporting.job:check_parity",
         "before",
         "export",
         tiny_dirs("llama"),
@@ -121,7 +121,7 @@ def test_staging_left_by_a_killed_export_is_swept_by_the_next(tiny_dirs, tmp_pat
     out = tmp_path / "cut"
     child = launch(
         tmp_path,
-        "layerpick.export.job:check_parity",
+        "layerpick.exporting.job:check_parity",
         "before",
         "export",
         tiny_dirs("llama"),
@@ -257,7 +257,7 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     out = tmp_path / "run"
     model = str(tiny_dirs("llama"))
     base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--no-bench", "--output", str(out), "-q"]
-    a = launch(tmp_path, "layerpick.export.job:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
+    a = launch(tmp_path, "layerpick.exporting.job:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
     b = subprocess.run(
         [LAYERPICK, *base, "--rule", "max-lidar"],
         capture_output=True,
@@ -289,8 +289,8 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
 
 
 def test_an_export_of_an_export_benches_against_the_full_model(tiny_dirs, tmp_path, capsys):
-    from layerpick.bench.baseline import baseline_source
-    from layerpick.export.metadata import read_metadata
+    from layerpick.benchmark.baseline import baseline_source
+    from layerpick.exporting.metadata import read_metadata
 
     first, second = tmp_path / "k3", tmp_path / "k2"
     for source, target, layer in ((tiny_dirs("llama"), first, 3), (first, second, 2)):
@@ -380,7 +380,7 @@ def test_a_full_disk_is_a_user_error_naming_the_path(
         pytest.importorskip("onnxruntime", reason="the ONNX export needs layerpick[onnx]")
     disk = small_disk(size)
     if unchecked:  # the disk fills while writing, past a check that found room (another writer took it)
-        from layerpick.export import job
+        from layerpick.exporting import job
 
         monkeypatch.setattr(job, "check_free", lambda path, needed: None)
     values = {"model": str(tiny_dirs("llama")), "disk": str(disk), "sts": str(sts_folder(tmp_path))}

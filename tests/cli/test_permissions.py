@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from layerpick.bench.run import BenchConfig
+from layerpick.benchmark.run import BenchConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
 from layerpick.workflow.run import RunConfig, run_workflow
@@ -69,10 +69,10 @@ def test_a_run_writes_everything_with_the_umask(tiny_dirs, tmp_path, umask):
 
 def test_export_collect_and_compare_outputs_follow_the_umask(tiny_dirs, tmp_path, umask):
     from layerpick import LoadOptions
-    from layerpick.compare.run import compare_reports
+    from layerpick.comparison.run import compare_reports
     from layerpick.core.collect_job import collect_layers
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
     from layerpick.selection.job import select_and_write
 
     model = str(tiny_dirs("llama"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layerpick.compare.run import (
+from layerpick.comparison.run import (
     CompareError,
     NotAReportError,
     OutputExistsError,
@@ -316,7 +316,7 @@ def test_output_in_place_keeps_the_folder(three_models, tmp_path, monkeypatch):
 
 
 def test_no_partial_output_on_failure(three_models, tmp_path, monkeypatch):
-    import layerpick.compare.run as compare
+    import layerpick.comparison.run as compare
 
     out = tmp_path / "cmp"
     compare_reports(list(three_models), out)

@@ -18,8 +18,8 @@ from sentence_transformers import SentenceTransformer
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model, parse_max_memory
 from layerpick.errors import LayerpickError
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
 from tests.testkit.cli import LAYERPICK, assert_one_line_error
 from tests.testkit.tiny import TEXTS
 

@@ -26,15 +26,15 @@ from layerpick.errors import (
     LayerRangeError,
     UnsupportedArchitectureError,
 )
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import ExportError, ParityError, export_model
-from layerpick.export.model_card import (
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import ExportError, ParityError, export_model
+from layerpick.exporting.model_card import (
     ExportFacts,
     render_model_card,
     reproduce_command,
 )
 from layerpick._util.outputs import OutputExistsError
-from layerpick.export.st_layout import (
+from layerpick.exporting.st_layout import (
     POOLING_FLAGS,
     layout_problems,
     legacy_rope_keys,
@@ -337,7 +337,7 @@ def test_overwrite_refuses_a_foreign_directory(tiny_dir, tmp_path):
 
 
 def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.export.st_layout as st_format
+    import layerpick.exporting.st_layout as st_format
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full (injected)")
@@ -350,7 +350,7 @@ def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.export.job as export
+    import layerpick.exporting.job as export
 
     real = export._reference
     monkeypatch.setattr(export, "_reference", lambda *a, **k: real(*a, **k) + 1e-3)
@@ -360,7 +360,7 @@ def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_overwrite_keeps_the_old_export_when_the_new_one_fails(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.export.job as export
+    import layerpick.exporting.job as export
 
     source, out = tiny_dir("llama"), tmp_path / "out"
     export_model(str(source), 1, out, ExportConfig(progress=False))

@@ -14,9 +14,9 @@ from sentence_transformers import SentenceTransformer
 from layerpick.core import registry
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
-from layerpick.export.st_layout import layout_problems
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+from layerpick.exporting.st_layout import layout_problems
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -16,20 +16,20 @@ import torch
 from sentence_transformers import SentenceTransformer
 from typer.testing import CliRunner
 
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.run import run_bench
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.run import run_bench
 from layerpick.cli.app import app
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.errors import LayerpickError
-from layerpick.export.onnx import graph as onnx_graph, step as onnx_step
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
-from layerpick.export.load import load_encoder
-from layerpick.export.onnx.encoder import OnnxEncoder
-from layerpick.export.onnx.graph import FLOAT_FILE, INT8_FILE, OnnxExportError
-from layerpick.serve.config import ServeConfig, ServeError
-from layerpick.serve.server import EmbeddingServer
+from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
+from layerpick.exporting.load import load_encoder
+from layerpick.exporting.onnx.encoder import OnnxEncoder
+from layerpick.exporting.onnx.graph import FLOAT_FILE, INT8_FILE, OnnxExportError
+from layerpick.serving.config import ServeConfig, ServeError
+from layerpick.serving.server import EmbeddingServer
 from tests.testkit.tiny import TEXTS, make_model, make_tokenizer
 
 pytestmark = pytest.mark.slow

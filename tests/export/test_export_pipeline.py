@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
-from layerpick.export.st_layout import _module_classes
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
+from layerpick.exporting.st_layout import _module_classes
 from tests.testkit.tasks import sts_folder
 from tests.testkit.tiny import LAYERS, save_tiny
 

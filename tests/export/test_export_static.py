@@ -17,16 +17,16 @@ from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
 from typer.testing import CliRunner
 
-from layerpick.bench.config import BenchConfig, BenchError
-from layerpick.bench.run import run_bench
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.run import run_bench
 from layerpick.cli.app import app
 from layerpick.core import registry, surgery
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.export import model_card, static
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import DEFAULT_PARITY_TEXTS, export_model
-from layerpick.export.static import StaticExportError, StaticRequest
+from layerpick.exporting import model_card, static
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+from layerpick.exporting.static import StaticExportError, StaticRequest
 from tests.testkit.tasks import sts_folder
 from tests.testkit.tiny import TEXTS, make_loaded, make_model, make_tokenizer, parameter_count
 
@@ -208,7 +208,7 @@ def test_bench_refuses_an_onnx_backend_for_it_before_loading(bert_static):
 
 
 def test_bench_layers_takes_its_full_model(bert_static):
-    from layerpick.bench.cuts import plan_cuts, run_cuts
+    from layerpick.benchmark.cuts import plan_cuts, run_cuts
 
     plan = plan_cuts(str(bert_static), "1,3")
     assert plan.num_layers == 4 and plan.layers == [1, 3]
@@ -259,7 +259,7 @@ def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dir
     write_report(picked, tmp_path / "select")
     report = tmp_path / "select" / "report.json"
     assert json.loads(report.read_text())["transform"]["name"] == "whiten-8"
-    with caplog.at_level("WARNING", logger="layerpick.export.static"):
+    with caplog.at_level("WARNING", logger="layerpick.exporting.static"):
         result = export_model(
             source,
             None,

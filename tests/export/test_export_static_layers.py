@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from layerpick.cli.app import app
 from layerpick.errors import LayerpickError
-from layerpick.export import static, static_layers
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import export_model
-from layerpick.export.static_layers import export_static_layers, parse_layers
+from layerpick.exporting import static, static_layers
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
+from layerpick.exporting.static_layers import export_static_layers, parse_layers
 
 LAYERS, DIMS = (1, 3), 16
 CONFIG = ExportConfig(progress=False, format="static", static_dims=DIMS)

@@ -16,8 +16,8 @@ from layerpick.core.calibration import load_calibration
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
 from layerpick.core.transform import fit, parse_transform
-from layerpick.export.config import ExportConfig
-from layerpick.export.job import ExportError, export_model
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import ExportError, export_model
 from layerpick.selection.config import SelectConfig
 from layerpick.selection.job import run_select
 from layerpick.selection.report import write_report
@@ -188,7 +188,7 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
 def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
-    from layerpick.export.onnx.encoder import OnnxEncoder
+    from layerpick.exporting.onnx.encoder import OnnxEncoder
 
     out = tmp_path / "cut"
     result = export_model(
@@ -230,8 +230,8 @@ def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost
     bench baseline is the full model without the transform, and the transform's own cost is reported."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
-    from layerpick.bench.run import BenchConfig, run_bench
-    from layerpick.export.load import load_encoder
+    from layerpick.benchmark.run import BenchConfig, run_bench
+    from layerpick.exporting.load import load_encoder
 
     out = tmp_path / "cut"
     export_model(
@@ -249,7 +249,7 @@ def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost
 
 
 def test_the_bench_baseline_drops_the_dense_module(source, fit_file, tmp_path):
-    from layerpick.bench.baseline import build_baseline_dir
+    from layerpick.benchmark.baseline import build_baseline_dir
 
     out = tmp_path / "cut"
     export_model(source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file))

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from layerpick.serve.config import ServeConfig
-from layerpick.serve.server import EmbeddingServer
+from layerpick.serving.config import ServeConfig
+from layerpick.serving.server import EmbeddingServer
 from tests.testkit.server import wait_for_url
 
 CROWD = 200
@@ -29,8 +29,8 @@ IN_FLIGHT = 60
 
 @pytest.fixture(scope="module")
 def export_dir(tiny_dirs, tmp_path_factory):
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     target = tmp_path_factory.mktemp("crowd") / "export"
     export_model(str(tiny_dirs("llama")), 2, target, ExportConfig(progress=False))

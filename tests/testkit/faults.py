@@ -252,8 +252,8 @@ def byte_tokenizer_model(folder: Path) -> Path:
 
 def exports(tiny: Path, root: Path) -> tuple[Path, Path]:
     """An export of `tiny` at layer 2, and a copy of it whose weights are random bytes."""
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     export = root / "export"
     export_model(str(tiny), 2, export, ExportConfig(progress=False))
@@ -265,8 +265,8 @@ def exports(tiny: Path, root: Path) -> tuple[Path, Path]:
 
 def static_export(tiny: Path, root: Path) -> Path:
     """A static (model2vec) export of `tiny` at layer 2."""
-    from layerpick.export.config import ExportConfig
-    from layerpick.export.job import export_model
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
 
     export_model(str(tiny), 2, root / "staticexport", ExportConfig(progress=False, format="static", static_dims=8))
     return root / "staticexport"

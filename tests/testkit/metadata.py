@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from layerpick.export.metadata import ExportMetadata
+from layerpick.exporting.metadata import ExportMetadata
 
 
 def export_metadata(

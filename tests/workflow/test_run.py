@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layerpick.bench.run import BenchConfig
+from layerpick.benchmark.run import BenchConfig
 from layerpick.errors import LayerpickError
 from layerpick.selection import job as select_run
 from layerpick.selection.config import SelectConfig
@@ -204,7 +204,7 @@ def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, mon
 
 
 def test_a_rerun_without_bench_reports_no_speed(finished_run, tmp_path):
-    from layerpick.cli.run_cmd import summary
+    from layerpick.workflow.render import run_summary as summary
 
     result, _, task = finished_run
     out = copy_of(finished_run, tmp_path)

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from layerpick.bench.run import BenchConfig
+from layerpick.benchmark.run import BenchConfig
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
