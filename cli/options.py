@@ -265,6 +265,15 @@ TaskData = Annotated[
         envvar="LAYERPICK_TASK_DATA",
     ),
 ]
+StaticExports = Annotated[
+    Optional[list[Path]],
+    typer.Option(
+        "--static",
+        help="A static export of the model (layerpick export --format static) to score beside its layers on the "
+        "same tasks, shown in the frontier table and plots (it has no ideal speed-up; bench --static times it). "
+        "Repeat for several.",
+    ),
+]
 Backend = Annotated[
     str,
     typer.Option(

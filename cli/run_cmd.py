@@ -37,6 +37,7 @@ def run(
             "all with --choose validated or --max-loss)."
         ),
     ] = None,
+    static: opt.StaticExports = None,
     task_data: opt.TaskData = None,
     output: Annotated[
         Optional[Path],
@@ -91,6 +92,7 @@ def run(
         tasks=items,
         layers=layers or ("all" if choice.validated else default(RunConfig, "layers")),
         task_data=tuple(task_data or ()),
+        static_exports=tuple(static or ()),
         bench=bench_config if bench else None,
         select=selection,
     )

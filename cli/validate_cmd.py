@@ -51,6 +51,7 @@ def validate(
             help="Validate an exported sentence-transformers directory (its own output) instead of a model's layers."
         ),
     ] = default(ValidateConfig, "exported_dir"),
+    static: opt.StaticExports = None,
     task_data: opt.TaskData = None,
     store: Annotated[
         Optional[Path],
@@ -92,6 +93,7 @@ def validate(
         output_dir=output,
         exported_dir=exported,
         store_dir=store,
+        static_exports=tuple(static or ()),
         task_data=task_data or (),
         progress=not quiet,
     )

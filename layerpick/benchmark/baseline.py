@@ -119,7 +119,7 @@ def build_baseline_dir(exported: Path, full: Path, work: Path) -> Path:
 
 def is_static_export(metadata: ExportMetadata | None) -> bool:
     """Whether an export's layerpick.json describes a static table (`layerpick export --format static`)."""
-    return metadata is not None and isinstance(metadata.static, dict)
+    return metadata is not None and metadata.is_static
 
 
 def build_static_baseline_dir(name: str, metadata: ExportMetadata, work: Path, progress: bool = False) -> Path:

@@ -82,6 +82,11 @@ class ExportMetadata(Document):
         return self.source.get("path")
 
     @property
+    def is_static(self) -> bool:
+        """Whether this is a static table (`layerpick export --format static`), not a cut model."""
+        return isinstance(self.static, dict)
+
+    @property
     def baseline(self) -> dict[str, Any]:
         """The full model this export was cut from, followed through exports of exports: {"model", "path"}."""
         return self.source.get("baseline") or {"model": self.model, "path": self.source_path}

@@ -2,8 +2,9 @@
 
 Owns how cost shows in a figure: `draw_frontier` (quality against ideal speed-up, every layer a labelled point,
 the frontier joined, named layers marked), `draw_pair_frontier` (the same over several variants: every
-(variant, layer) pair in its variant's colour, the frontier over all pairs joined), `frontier_figure` (the
-figure they are drawn in) and `add_speedup_axis` (a top axis giving the ideal speed-up at layers along a
+(variant, layer) pair in its variant's colour, the frontier over all pairs joined), `draw_statics` (static
+tables, which have no ideal speed-up, as lines at their score), `frontier_figure` (the figure they are drawn in)
+and `add_speedup_axis` (a top axis giving the ideal speed-up at layers along a
 relative-depth x axis). matplotlib's Agg backend; the caller saves and closes the figure (`save_figure`).
 """
 
@@ -22,6 +23,7 @@ MARKS = {  # label -> (marker, colour)
     "best": ("^", "tab:orange"),
     "last": ("v", "tab:gray"),
 }
+STATIC_COLOURS = ("tab:red", "tab:brown", "tab:pink", "tab:olive")
 SPEEDUP_TICKS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 15.0, 30.0, 50.0, 100.0)
 
 
@@ -136,6 +138,22 @@ def _speedup_x_axis(axis, xs: Sequence[float], ylabel: str) -> None:
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=7, loc="best")
+
+
+def draw_statics(axis, statics: Sequence[Mapping]) -> None:
+    """Each scored static table (validation.json's `static_exports`) as a dotted line at its mean score: a table
+    does no block's work, so it has no ideal speed-up to place it at (`layerpick bench --static` measures it)."""
+    scored = [entry for entry in statics if is_finite(entry.get("mean"))]
+    for index, entry in enumerate(scored):
+        axis.axhline(
+            entry["mean"],
+            color=STATIC_COLOURS[index % len(STATIC_COLOURS)],
+            linestyle=":",
+            linewidth=1.5,
+            label=f"static {entry['name']} (from layer {entry['layer']}): {entry['mean']:.3f}",
+        )
+    if scored:
+        axis.legend(fontsize=7, loc="best")
 
 
 def frontier_figure():

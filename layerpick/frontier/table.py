@@ -1,5 +1,6 @@
-"""The frontier of a validation.json as text: the table of frontier layers and picks, and the lines that say
-which pick was chosen and why (the terminal, run's report and the model card show the same words).
+"""The frontier of a validation.json as text: the table of frontier layers and picks (and `--static` tables
+after them), and the lines that say which pick was chosen and why (the terminal, run's report and the model
+card show the same words).
 
 Pure functions over validation.json's frontier section; `validation/picks.py` writes that section.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from layerpick._util.formatting import COST_HEADER, cost_cells, number
+from layerpick._util.formatting import COST_HEADER, MISSING, cost_cells, number
 from layerpick.core.cost import LayerCosts
 
 
@@ -31,7 +32,15 @@ def frontier_table(data: dict[str, Any], measured: dict[int, str] | None = None)
             *cost_cells(costs.params_kept[k], costs.params_full, costs.ideal_speedup[k]),
         ]
         rows.append(cells + ([(measured or {}).get(k, "–")] if measured else []) + [tags])
-    return header, rows
+    return header, rows + [_static_row(entry, best, bool(measured)) for entry in data.get("static_exports") or []]
+
+
+def _static_row(entry: dict[str, Any], best: float, measured: bool) -> list[str]:
+    """A `--static` table's row: its mean and loss; no parameters kept or ideal speed-up (it runs no block)."""
+    mean = entry["mean"]
+    cells = [f"static {entry['name']}", number(mean), number(best - mean if mean is not None else None)]
+    cells += [MISSING] * len(COST_HEADER) + ([MISSING] if measured else [])
+    return cells + [f"static table from layer {entry['layer']}, {entry['pca_dims']} dims"]
 
 
 def picks_lines(section: dict[str, Any]) -> list[str]:

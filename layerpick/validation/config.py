@@ -40,3 +40,4 @@ class ValidateConfig:
     prompt: str | None = None  # a template or names ("none,eol"); None: the report's template, else none
     transform: str | None = None  # post-pooling transforms ("none,whiten-256"); None: the report's, else none
     fit_texts: str | None = None  # the unlabelled texts transforms are fitted on; None: the calibration set
+    static_exports: Sequence[Path] = ()  # static exports of the model, scored beside its layers (`--static`)

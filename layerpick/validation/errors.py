@@ -2,7 +2,14 @@
 
 from layerpick.errors import LayerpickError, ReportFormatError
 
-__all__ = ["ReportFormatError", "StoreError", "TaskFormatError", "TaskNotFoundError", "ValidationFailedError"]
+__all__ = [
+    "ReportFormatError",
+    "StaticExportError",
+    "StoreError",
+    "TaskFormatError",
+    "TaskNotFoundError",
+    "ValidationFailedError",
+]
 
 
 class TaskNotFoundError(LayerpickError):
@@ -11,6 +18,10 @@ class TaskNotFoundError(LayerpickError):
 
 class TaskFormatError(LayerpickError):
     """A task folder whose files match no supported format, or miss labels, scores or the test split."""
+
+
+class StaticExportError(LayerpickError):
+    """A `--static` folder that is no static export of the model validated."""
 
 
 class StoreError(LayerpickError):

@@ -1,8 +1,9 @@
 """validation.png: main score against relative depth k/L for each task and their mean (with several template or
-transform variants, every variant's mean), the ideal speed-up on a top axis; with a select report, its
+transform variants, every variant's mean; `--static` tables' means at the layer they came from), the ideal
+speed-up on a top axis; with a select report, its
 unsupervised metrics (min-max normalised) on a second axis. frontier.png: the mean score against the ideal
-speed-up, the frontier and the picks marked; with several variants, every (variant, layer) pair and the frontier
-over them all. matplotlib's Agg backend."""
+speed-up, the frontier and the picks marked, static tables as lines at their score; with several variants, every
+(variant, layer) pair and the frontier over them all. matplotlib's Agg backend."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from layerpick.frontier.plot import (
     add_speedup_axis,
     draw_frontier,
     draw_pair_frontier,
+    draw_statics,
     frontier_figure,
     save_figure,
 )
@@ -30,6 +32,7 @@ def plot_validation(data: dict[str, Any], path: Path, report: SelectReport | Non
     depth = max(data["num_layers"], 1)
     figure, axis = plt.subplots(figsize=(9, 5.5))
     draw_scores(axis, data, depth)
+    _static_points(axis, data.get("static_exports") or [], depth)
     _markers(axis, data, depth)
     axis.set_xlabel("relative depth k/L")
     axis.set_ylabel("main score")
@@ -110,6 +113,7 @@ def plot_frontier_png(data: dict[str, Any], path: Path) -> Path:
     draw_frontier(
         axis, data["mean_by_layer"], data["cost"]["ideal_speedup"], layers, section["layers"], marks, MEAN_SCORE
     )
+    draw_statics(axis, data.get("static_exports") or [])
     return save_figure(figure, axis, f"{data['model']}: mean task score against ideal speed-up. {choice}", Path(path))
 
 
@@ -123,6 +127,7 @@ def plot_pair_frontier_png(data: dict[str, Any], path: Path) -> Path:
     layers = [k for k in data["layers_evaluated"] if k >= 1]
     figure, axis = frontier_figure()
     draw_pair_frontier(axis, table, data["cost"]["ideal_speedup"], layers, on_frontier, marks, MEAN_SCORE)
+    draw_statics(axis, data.get("static_exports") or [])
     return save_figure(
         figure, axis, f"{data['model']}: mean task score against ideal speed-up, every variant", Path(path)
     )
@@ -136,6 +141,21 @@ def _line(axis, values, depth: int, **style) -> None:
     points = [(k / depth, v) for k, v in enumerate(values or []) if is_finite(v)]
     if points:
         axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", **{"markersize": 3, **style})
+
+
+def _static_points(axis, statics: list[dict[str, Any]], depth: int) -> None:
+    """Each scored static table's mean at the relative depth of the layer it was distilled from."""
+    for entry in statics:
+        if is_finite(entry.get("mean")):
+            axis.scatter(
+                [entry["layer"] / depth],
+                [entry["mean"]],
+                marker="P",
+                s=70,
+                color="tab:red",
+                zorder=5,
+                label=f"static {entry['name']} (mean)",
+            )
 
 
 def _markers(axis, data: dict[str, Any], depth: int) -> None:

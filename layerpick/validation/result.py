@@ -58,6 +58,7 @@ class ValidationReport(Document):
     best_pair: dict[str, Any] | None = None
     pair_frontier: dict[str, Any] | None = None
     results_dir: str | None = None
+    static_exports: list[dict[str, Any]] | None = None  # `--static`: each table's scores beside the layers
     extra: dict[str, Any] = field(default_factory=dict)
 
     FORMAT: ClassVar[str] = "layerpick-validation/1"
@@ -71,6 +72,7 @@ class ValidationReport(Document):
         "by_prompt",
         "best_pair",
         "pair_frontier",
+        "static_exports",
     )
 
     @classmethod

@@ -55,8 +55,10 @@ from layerpick.validation.plot import plot_frontier_png, plot_validation
 from layerpick.validation.sources import (
     Setup,
     SourceOptions,
+    check_static_exports,
     exported_setup,
     model_setups,
+    static_setups,
     store_root,
 )
 from layerpick.validation.result import ValidationReport, ValidationRun
@@ -158,7 +160,8 @@ def _validate(
             logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
         setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
-    for directory in sorted({one.source.store.directory for one in setups}):
+    statics = static_setups(config.static_exports, options, setups[0].num_layers) if config.static_exports else []
+    for directory in sorted({one.source.store.directory for one in setups + statics}):
         stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
     _check_report(select, setup)
@@ -168,20 +171,18 @@ def _validate(
         else parse_layers(config.layers, setup.num_layers, select.selected_layer if select else None)
     )
     cache = ResultCache(results)
-    with ValidationBars(len(specs) * len(setups), config.progress) as bars:
-        runs = []
-        for one in setups:
-            one.source.progress = bars.encoding
-            runs.append([_run_task(spec, chosen, one, cache, bars) for spec in specs])
+    with ValidationBars(len(specs) * (len(setups) + len(statics)), config.progress) as bars:
+        runs = [_run_setup(one, specs, chosen, cache, bars) for one in setups]
+        static_runs = [_run_setup(one, specs, sorted(one.slots), cache, bars) for one in statics]
     data = _document(setup, specs, runs[0], chosen, select, started, config.choice)
     if len(setups) > 1:
         data = {**data, **by_prompt_document(setups, runs, chosen)}
         data["pair_frontier"] = pair_frontier_section(data["by_prompt"], _costs(setup.facts), chosen, config.choice)
-        data["failures"] = {
-            f"{name} ({one.variant})": failure
-            for one, outcomes in zip(setups, runs)
-            for name, failure in _failures(outcomes).items()
-        }
+        data["failures"] = _labelled_failures([(one.variant, outcomes) for one, outcomes in zip(setups, runs)])
+    if statics:
+        data["static_exports"] = static_document(statics, static_runs, data["mean_over"])
+        labelled = [(f"static {_static_name(one)}", outcomes) for one, outcomes in zip(statics, static_runs)]
+        data["failures"] = {**data["failures"], **_labelled_failures(labelled)}
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     report = ValidationReport.from_json({"format": ValidationReport.FORMAT, **data}, str(output / VALIDATION_FILE))
     return ValidationRun(report, output, tuple(_write(report, output, select)))
@@ -194,6 +195,9 @@ def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, out
     CollectConfig(config.pooling, config.representation, config.batch_size, max_length).check()
     if isinstance(config.layers, str):
         check_layer_words(config.layers)
+    if config.static_exports and config.exported_dir:
+        raise LayerpickError("--static scores tables beside a model's layers; give a model, not --exported")
+    check_static_exports(config.static_exports)
     for option, path in outputs.items():
         check_output_location(path, option)
 
@@ -244,6 +248,13 @@ def _failures(outcomes: list[TaskOutcome]) -> dict[str, str]:
     return {o.spec.name: o.failure for o in outcomes if o.failure}
 
 
+def _labelled_failures(labelled: list[tuple[str, list[TaskOutcome]]]) -> dict[str, str]:
+    """The failures of several setups' runs, each task name followed by its setup's label in brackets."""
+    return {
+        f"{name} ({label})": failure for label, outcomes in labelled for name, failure in _failures(outcomes).items()
+    }
+
+
 LAYER_WORDS = ("all", "last", "selected")
 LAYER_GRAMMAR = "all, selected, last or comma-separated integers"
 
@@ -284,6 +295,38 @@ def validation_output(model: str | None, config: ValidateConfig) -> Path:
 
 def default_output(model: str) -> Path:
     return model_output_dir(model) / "validation"
+
+
+def _run_setup(
+    setup: Setup, specs: list[TaskSpec], layers: list[int], cache: ResultCache, bars: ValidationBars
+) -> list[TaskOutcome]:
+    setup.source.progress = bars.encoding
+    return [_run_task(spec, layers, setup, cache, bars) for spec in specs]
+
+
+def static_document(setups: list[Setup], runs: list[list[TaskOutcome]], mean_over: list[str]) -> list[dict]:
+    """validation.json's `static_exports`: each `--static` table's main score per task and its mean over the
+    tasks the layers' mean is over (None where one of those failed), at the layer it was distilled from."""
+    entries = []
+    for setup, outcomes in zip(setups, runs):
+        layer = next(iter(setup.slots))
+        scores = {o.spec.name: o.scores.get(layer) for o in outcomes}
+        over = [scores.get(name) for name in mean_over]
+        entries.append(
+            {
+                "name": _static_name(setup),
+                "path": setup.facts["exported_dir"],
+                "layer": layer,
+                "pca_dims": (setup.facts.get("static") or {}).get("pca_dims"),
+                "main_score": scores,
+                "mean": float(np.mean(over)) if over and None not in over else None,
+            }
+        )
+    return layer_scores.clean(entries)
+
+
+def _static_name(setup: Setup) -> str:
+    return Path(setup.facts["exported_dir"]).name
 
 
 def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCache, bars: ValidationBars) -> TaskOutcome:

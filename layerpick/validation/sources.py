@@ -1,6 +1,6 @@
 """What a validation run encodes with: a model's every layer (one pass, stored), or an exported
 sentence-transformers directory (its own output, one layer; a static export's table too), behind the same store
-and per-layer encoder."""
+and per-layer encoder; and the static exports (`--static`) scored beside a model's layers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from mteb.models.model_meta import ModelMeta
 
@@ -23,6 +23,7 @@ from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.core.transform import AffineMap
 from layerpick.errors import ModelNotFoundError
+from layerpick.validation.errors import StaticExportError
 from layerpick.validation.encoder import (
     CollectRepresenter,
     LayerEncoder,
@@ -246,6 +247,31 @@ def exported_setup(exported_dir: Path, options: SourceOptions) -> Setup:
         suffix="exported",
         batch_size=options.batch_size,
     )
+
+
+def check_static_exports(paths: Sequence[Path]) -> None:
+    """Each `--static` folder is a layerpick static export, or a one-line error naming it (before any loading)."""
+    for given in paths:
+        path = Path(given).expanduser()
+        info = _export_info(path) if (path / "modules.json").is_file() else None
+        if info is None or not info.is_static:
+            raise StaticExportError(
+                f"--static {given} is not a layerpick static export (make one with layerpick export MODEL "
+                "--layer K --format static)"
+            )
+
+
+def static_setups(paths: Sequence[Path], options: SourceOptions, num_layers: int) -> list[Setup]:
+    """The `--static` exports as sources of one layer each, at the layer they were distilled from; a table
+    distilled from a model of another depth is refused (its layer would not line up with the model's)."""
+    setups = [exported_setup(path, options) for path in paths]
+    for given, setup in zip(paths, setups):
+        if setup.num_layers != num_layers:
+            raise StaticExportError(
+                f"--static {given} was distilled from a model with {setup.num_layers} layers; the model "
+                f"validated has {num_layers}"
+            )
+    return setups
 
 
 def _finite_length(value) -> int | None:

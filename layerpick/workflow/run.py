@@ -47,6 +47,7 @@ from layerpick.exporting.metadata import ExportMetadata
 from layerpick.frontier.choice import ChoiceError, ChoiceOptions
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
+from layerpick.errors import LayerpickError
 from layerpick.selection.config import SelectConfig
 from layerpick.selection import check_min_speedup, run_select, select_fit_texts
 from layerpick.selection.report import write_report
@@ -73,6 +74,7 @@ class RunConfig:
     select: SelectConfig = SelectConfig()
     choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
     force: bool = False
+    static_exports: tuple[Path, ...] = ()  # static exports validated beside the layers (`--static`; needs tasks)
 
 
 @dataclass
@@ -241,6 +243,7 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
             "max_length": config.validate_max_length,
             "normalize": config.normalize,
             "choice": dataclasses.asdict(config.choice),
+            **({"static_exports": inputs["static_exports"]} if inputs.get("static_exports") else {}),
         }
     )
     export = _digest(
@@ -347,6 +350,7 @@ def _validate(
         prompt=config.select.prompt,  # None: the report's template; several: every template side by side
         transform=config.select.transform,
         fit_texts=config.select.fit_texts,
+        static_exports=config.static_exports,
     )  # None: the report's transform
     return run_validation(model, list(config.tasks), settings, load_options=load_options).report
 
@@ -436,6 +440,8 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     check_min_speedup(config.select.min_speedup)
     if config.choice.validated and not config.tasks:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
+    if config.static_exports and not config.tasks:
+        raise LayerpickError("--static is scored beside the layers on the validation's tasks: give --tasks")
     if config.select.prompt is not None:
         parse_prompts(config.select.prompt)
     select = config.select
@@ -463,7 +469,24 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         facts["tasks"] = [
             {"name": spec.name, **spec.describe()} for spec in resolve_tasks(list(config.tasks), config.task_data)
         ]
+    if config.static_exports:
+        facts["static_exports"] = _static_facts(config.static_exports)
     return facts
+
+
+def _static_facts(paths: tuple[Path, ...]) -> list[dict[str, str]]:
+    """Each `--static` export as the validate key sees it: its folder and its layerpick.json's hash (a table
+    exported again into the same folder is scored again). A folder that is no static export is refused here."""
+    from layerpick.validation import check_static_exports
+
+    check_static_exports(paths)
+    return [
+        {
+            "path": str(Path(path).resolve()),
+            "sha256": hashlib.sha256((Path(path) / METADATA_FILE).read_bytes()).hexdigest(),
+        }
+        for path in paths
+    ]
 
 
 def _check_output(output: Path) -> None:

@@ -1,4 +1,4 @@
-"""`layerpick run`: every stage into one folder, one report, finished stages reused, --force, bad output."""
+"""`layerpick run`: every stage into one folder, one report, finished stages reused, --force, bad output, --static."""
 
 import json
 import shutil
@@ -10,6 +10,8 @@ import pytest
 
 from layerpick.benchmark.run import BenchConfig
 from layerpick.errors import LayerpickError
+from layerpick.exporting.config import ExportConfig
+from layerpick.exporting.job import export_model
 from layerpick.selection import job as select_run
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.report import write_run_report
@@ -258,3 +260,45 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
     assert (exported - full).abs().max().item() < 1e-4
     text = write_run_report(result)[0].read_text()
     assert "Mean main score by prompt template" in text and "--prompt eol,sum" in "\n".join(reproduce_commands(result))
+
+
+# `layerpick run --static DIR`: a static export validated beside the layers, in the run's report, its key part of
+# the validate stage's (a new table re-runs validate, the same one is reused); without tasks it is refused.
+
+
+@pytest.fixture(scope="module")
+def static_dir(tiny_dirs, tmp_path_factory) -> Path:
+    pytest.importorskip("model2vec")
+    out = tmp_path_factory.mktemp("static") / "static-1"
+    export_model(str(tiny_dirs("llama")), 1, out, ExportConfig(progress=False, format="static", static_dims=8))
+    return out
+
+
+@pytest.mark.slow
+def test_a_static_export_is_validated_beside_the_layers_and_reported(finished_run, static_dir, tiny_dirs, tmp_path):
+    out = copy_of(finished_run, tmp_path)
+    task = finished_run[2]
+    model = str(tiny_dirs("llama"))
+    result = run_workflow(model, out, config=config_for(task, static_exports=(static_dir,)), progress=False)
+    assert result.stages["select"]["reused"]
+    assert not result.stages["validate"]["reused"]  # a new table: validate runs again
+    [entry] = result.validation.static_exports
+    assert (entry["name"], entry["layer"]) == ("static-1", 1)
+    assert "| static static-1 |" in write_run_report(result)[0].read_text()
+    again = run_workflow(model, out, config=config_for(task, static_exports=(static_dir,)), progress=False)
+    assert again.stages["validate"]["reused"]
+    assert again.validation.static_exports == result.validation.static_exports
+
+
+def test_static_without_tasks_is_refused_before_any_stage(static_dir, tiny_dirs, tmp_path):
+    config = config_for(Path("unused"), tasks=(), static_exports=(static_dir,))
+    with pytest.raises(LayerpickError, match="give --tasks"):
+        run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_that_is_no_static_export_is_refused_before_any_stage(tiny_dirs, tmp_path):
+    config = config_for(sts_folder(tmp_path), static_exports=(tmp_path,))
+    with pytest.raises(LayerpickError, match="is not a layerpick static export"):
+        run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
+    assert not (tmp_path / "out").exists()
