@@ -51,7 +51,7 @@ def serve(
     threads: opt.Threads = default(ServeConfig, "threads"),
     backend: opt.Backend = default(ServeConfig, "backend"),
 ) -> None:
-    """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM/Ctrl-C stops it
+    """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM, SIGHUP or Ctrl-C stops it
     after the requests in flight are answered.
 
     `dimensions` in a request keeps the first n dimensions, re-normalised when the model normalises its output.

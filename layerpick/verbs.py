@@ -131,7 +131,7 @@ def compare(reports: Sequence[str | Path], *, output: str | Path, overwrite: boo
 
 
 def serve(export_dir: str | Path, config: ServeConfig | None = None) -> None:
-    """Serve the export in `export_dir` over HTTP (OpenAI-style /v1/embeddings) until SIGTERM or SIGINT."""
+    """Serve the export in `export_dir` over HTTP (OpenAI-style /v1/embeddings) until SIGTERM, SIGINT or SIGHUP."""
     from layerpick.serving.server import ServeConfig, serve as serve_forever
 
     serve_forever(export_dir, config or ServeConfig())

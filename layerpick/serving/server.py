@@ -4,7 +4,7 @@ Owns: composing the pieces (the model from `layerpick.exporting.load`, the batch
 `layerpick.serving.batcher`, the HTTP layer from `layerpick.serving.http_layer`, the protocol from
 `layerpick.serving.protocol`)
 into one `EmbeddingServer`, answering its two endpoints, and the server's lifecycle: torch threads, bind,
-serve, drain on SIGTERM/SIGINT, close.
+serve, drain on SIGTERM/SIGINT/SIGHUP, close.
 
 Endpoints: `POST /v1/embeddings` (OpenAI's request and response shapes) and `GET /health`.
 Measured on the 2-core development machine (shared with other jobs): with a model that answers instantly,
@@ -18,7 +18,7 @@ directly in one call (1.2 s), because the worker merged them into batches.
   request is parsed, and a batch that fails anyway is run again request by request, so only a request that
   fails alone gets its 500 (one line; the details go to the log).
 - The response's `model` is the served model's name; with `strict_model`, a request naming another is a 404.
-- Shutdown (SIGTERM, SIGINT) drains: `/health` answers 503 from the first moment so a load balancer stops
+- Shutdown (SIGTERM, SIGINT, SIGHUP) drains: `/health` answers 503 from the first moment so a load balancer stops
   sending; the requests in flight and the connections already waiting in the listen backlog are all
   answered (up to `drain_timeout_s`), then the worker's queue is finished and the socket closed.
 - `threads` sets torch's intra-op thread count for the whole process before the model is loaded (a server
@@ -237,11 +237,13 @@ class EmbeddingServer:
 
 @contextmanager
 def _shutdown_on_signals(callback: Callable[[], None]) -> Iterator[None]:
-    """Route SIGTERM and SIGINT to `callback` while serving (main thread only), then restore them."""
+    """Route SIGTERM, SIGINT and SIGHUP (the terminal closing) to `callback` while serving (main thread only),
+    then restore them."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, lambda _sig, _frame: callback()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stops = [signal.SIGTERM, signal.SIGINT] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])  # POSIX only
+    previous = {sig: signal.signal(sig, lambda _sig, _frame: callback()) for sig in stops}
     try:
         yield
     finally:

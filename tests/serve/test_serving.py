@@ -408,7 +408,8 @@ def _read_lines(stream, lines: queue.Queue) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_stops_the_cli_server_with_exit_code_0():
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_drains_the_cli_server_to_exit_code_0(stop):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     command = [
         sys.executable,
@@ -430,7 +431,7 @@ def test_sigterm_stops_the_cli_server_with_exit_code_0():
         assert status == 200 and len(payload["data"][0]["embedding"]) == 384
         assert call(url, "GET", "/health")[1]["threads"] == 1
         started = time.monotonic()
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(getattr(signal, stop))
         assert process.wait(timeout=20) == 0
         assert time.monotonic() - started < 10
     finally:
