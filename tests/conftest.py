@@ -30,3 +30,18 @@ def tiny_dirs(tmp_path_factory):
         return cache[family]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def statics(tiny_dirs, tmp_path_factory):
+    """Static exports (8 dimensions) of the tiny BERT distilled at layers 1 and 3, built once per session; the
+    tests that take them skip without model2vec (the `static` extra)."""
+    pytest.importorskip("model2vec")
+    from layerpick.exporting.config import ExportConfig
+    from layerpick.exporting.job import export_model
+
+    folder = tmp_path_factory.mktemp("statics")
+    for layer in (1, 3):
+        config = ExportConfig(progress=False, format="static", static_dims=8)
+        export_model(str(tiny_dirs("bert")), layer, folder / f"static-{layer}", config)
+    return [folder / "static-1", folder / "static-3"]

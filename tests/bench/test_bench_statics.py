@@ -22,17 +22,6 @@ pytest.importorskip("model2vec")
 SMALL = BenchConfig(batch_sizes=(1, 3), texts=3, repeats=1, memory=False)
 
 
-@pytest.fixture(scope="module")
-def statics(tiny_dirs, tmp_path_factory) -> list[Path]:
-    folder = tmp_path_factory.mktemp("statics")
-    made = []
-    for layer in (1, 3):
-        out = folder / f"static-{layer}"
-        export_model(str(tiny_dirs("bert")), layer, out, ExportConfig(progress=False, format="static", static_dims=8))
-        made.append(out)
-    return made
-
-
 @pytest.mark.slow
 def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
     plan = plan_cuts(str(tiny_dirs("bert")), "2", statics=tuple(statics))

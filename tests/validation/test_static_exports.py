@@ -13,8 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from layerpick.cli.app import app
-from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import export_model
 from layerpick.frontier.plot import draw_statics, frontier_figure, pyplot
 from layerpick.frontier.table import frontier_table
 from layerpick.validation import ValidateConfig, run_validation
@@ -23,17 +21,6 @@ from tests.testkit.tasks import ALL_KINDS
 
 pytest.importorskip("model2vec")
 LAYERPICK = str(Path(sys.executable).parent / "layerpick")
-
-
-@pytest.fixture(scope="module")
-def statics(tiny_dirs, tmp_path_factory) -> list[Path]:
-    folder = tmp_path_factory.mktemp("statics")
-    made = []
-    for layer in (1, 3):
-        out = folder / f"static-{layer}"
-        export_model(str(tiny_dirs("bert")), layer, out, ExportConfig(progress=False, format="static", static_dims=8))
-        made.append(out)
-    return made
 
 
 @pytest.fixture(scope="module")
