@@ -160,7 +160,7 @@ def _validate(
             logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
         setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
-    statics = static_setups(config.static_exports, options, setups[0].num_layers) if config.static_exports else []
+    statics = static_setups(config.static_exports, options, setups[0].num_layers)
     for directory in sorted({one.source.store.directory for one in setups + statics}):
         stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
