@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.config import BenchConfig
 from layerpick.benchmark.render import render_bench, render_cuts
 from layerpick.benchmark.run import run_bench
 from layerpick.cli import options as opt
@@ -80,39 +80,19 @@ def bench(
     """
     config = opt.build(BenchConfig, locals(), batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"))
     if layers is not None or validation is not None or static:
-        _bench_cuts(directory, layers, validation, config, output, as_json, quiet, tuple(static or ()))
+        from layerpick.benchmark.cuts_output import bench_cuts_and_write  # torch only when a bench runs
+
+        statics = tuple(static or ())
+        cuts, written = bench_cuts_and_write(
+            directory, layers, config, validation=validation, statics=statics, output=output, progress=not quiet
+        )
+        if as_json:
+            typer.echo(json.dumps(cuts.to_json(), indent=2))
+        else:
+            render_cuts(cuts, written)
         return
     result = run_bench(directory, config, progress=not quiet)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         render_bench(result)
-
-
-def _bench_cuts(
-    source: str,
-    layers: str | None,
-    validation: Path | None,
-    config: BenchConfig,
-    output: Path | None,
-    as_json: bool,
-    quiet: bool,
-    statics: tuple[Path, ...] = (),
-) -> None:
-    from layerpick.benchmark.cuts import plan_cuts, run_cuts
-    from layerpick.benchmark.cuts_output import write_cuts
-    from layerpick.core.models import LoadOptions
-    from layerpick._util.outputs import model_output_dir
-
-    if layers is None:
-        raise BenchError(
-            f"{'--static' if statics else '--validation'} needs --layers (e.g. --layers "
-            f"{'2,4' if statics else 'frontier'})"
-        )
-    plan = plan_cuts(source, layers, validation, config.baseline, statics)
-    result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=not quiet)
-    written = write_cuts(result, output or model_output_dir(plan.source) / "bench")
-    if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
-        return
-    render_cuts(result, written)

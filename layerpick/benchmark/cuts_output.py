@@ -1,7 +1,7 @@
 """What a multi-cut bench writes: cuts.json, cuts.md (one table: the cuts, then any static exports timed beside
 them, marked `static`) and cuts.png (the cuts' measured against ideal speed-up, and validated score against
 speed-up when a validation was given; a static table has no ideal speed-up, its speed-up is drawn as a line),
-all into one folder, atomically."""
+all into one folder, atomically; and `bench_cuts_and_write`, the multi-cut bench from its options to its files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from layerpick.benchmark.cuts import CutsResult
+from layerpick.benchmark.config import BenchConfig, BenchError
+from layerpick.benchmark.cuts import CutsResult, plan_cuts, run_cuts
 from layerpick.benchmark.statics import StaticRow
 
 FILES = ("cuts.json", "cuts.md", "cuts.png")
@@ -197,6 +198,30 @@ def write_cuts(result: CutsResult, output: Path) -> list[Path]:
         return [output / name for name in FILES]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def bench_cuts_and_write(
+    source: str,
+    layers: str | None,
+    config: BenchConfig,
+    *,
+    validation: Path | None = None,
+    statics: tuple[Path, ...] = (),
+    output: Path | None = None,
+    progress: bool = True,
+) -> tuple[CutsResult, list[Path]]:
+    """`layerpick bench SOURCE --layers ...`: plan the cuts (and `--static` tables, the `--validation` frontier),
+    time them against the full model, and write cuts.json, cuts.md and cuts.png into `output` (None:
+    layerpick-out/<model>/bench)."""
+    from layerpick._util.outputs import model_output_dir
+    from layerpick.core.models import LoadOptions
+
+    if layers is None:
+        needs = ("--static", "2,4") if statics else ("--validation", "frontier")
+        raise BenchError(f"{needs[0]} needs --layers (e.g. --layers {needs[1]})")
+    plan = plan_cuts(source, layers, validation, config.baseline, statics)
+    result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=progress)
+    return result, write_cuts(result, output or model_output_dir(plan.source) / "bench")
 
 
 def _mb(value: int | None) -> str:

@@ -123,9 +123,8 @@ def export_model(
     load_options: LoadOptions = LoadOptions(),
 ) -> ExportResult:
     """Cut `model` after layer K (`layer`, else `config.layer`, else from the select report of `config`) and save it
-    as a
-    sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on the
-    parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
+    as a sentence-transformers directory at `output`, after proving it reproduces layer K of the full model on
+    the parity texts. `config.normalize` None (and the sequence length, prompts and lower-casing) follow the
     source's own sentence-transformers pipeline when it has one. With a prompt template (the config's, or the
     report's) the saved tokenizer wraps every text in it by itself. `config.format` "onnx" adds the ONNX graph
     (`config.quantize` "int8": and its int8 copy), checked in `onnx.step`; "static" writes instead the static
