@@ -206,15 +206,7 @@ def cut_and_save(
     unit = loaded.pipeline.normalize if config.normalize is None else config.normalize  # None: as the source's
     seq_length = resolve_max_seq_length(loaded, config.max_seq_length)
     tokenizer = prompted.export_tokenizer(loaded, plan.prompt, seq_length)
-    fitted = (
-        None
-        if fit_texts is None
-        else transformed.fit_at_layer(
-            loaded, plan.transform, fit_texts, plan.layer, _fit_config(plan, pooling_mode, seq_length, config.progress)
-        )
-    )
-    pooled = _reference(loaded, plan, pooling_mode, seq_length, texts, config.progress, fitted)
-    reference = torch.nn.functional.normalize(pooled, dim=-1) if unit else pooled
+    layer_k = _reference(loaded, plan, pooling_mode, seq_length, texts, config.progress)
     edges = (
         None
         if plan.prompt.is_plain
@@ -226,6 +218,15 @@ def cut_and_save(
     num_layers, params_full = loaded.num_layers, _parameter_count(loaded.model)
     surgery.truncate_(loaded.model, plan.layer)
     logger.info("cut %s after layer %d of %d", model, plan.layer, num_layers)
+    fitted = (  # fitted through the cut: layer K's vectors for K blocks' work, not the full model's L
+        None
+        if fit_texts is None
+        else transformed.fit_at_layer(
+            loaded, plan.transform, fit_texts, plan.layer, _fit_config(plan, pooling_mode, seq_length, config.progress)
+        )
+    )
+    pooled = transformed.apply(fitted, layer_k)
+    reference = torch.nn.functional.normalize(pooled, dim=-1) if unit else pooled
     params_cut = _parameter_count(loaded.model)  # before a distillation prunes the embedding rows
     needed = disk_needed(
         loaded.model,
@@ -477,12 +478,11 @@ def _reference(
     max_length: int,
     texts: Sequence[str],
     progress: bool,
-    fitted=None,
 ) -> torch.Tensor:
-    """Layer K of the full (uncut) model, as `collect` pools it (then transformed as fitted), before any
-    normalisation: what the export must reproduce."""
+    """Layer K of the full (uncut) model, as `collect` pools it, before any transform and normalisation: what
+    the export must reproduce (once transformed as fitted)."""
     states = collect(loaded, loaded.pipeline.prepare(texts), _parity_config(plan, pooling, max_length, progress))
-    return transformed.apply(fitted, states.layer(plan.layer).float())
+    return states.layer(plan.layer).float()
 
 
 def _parity_config(plan: ExportPlan, pooling: str, max_length: int, progress: bool) -> CollectConfig:

@@ -1,10 +1,11 @@
 """A post-pooling transform in an export: fitted at layer K, written as a sentence-transformers `Dense` module.
 
-The map is fitted exactly as select and validate fit it (`core.transform.fit` on layer K of the full model,
-pooled by `core.collect` over the fit texts as the source's pipeline prepares them), so the exported vectors
-are the scored ones. It is saved as `Dense` (weight and bias, identity activation) between Pooling and
-Normalize, with only the config keys every sentence-transformers version from 2.x reads, and its weights both
-as `model.safetensors` and as `pytorch_model.bin` (sentence-transformers 2.x's Dense reads only the latter).
+The map is fitted exactly as select and validate fit it (`core.transform.fit` on layer K, pooled by
+`core.collect` over the fit texts as the source's pipeline prepares them; the export runs them through the cut
+model, whose output is the full model's layer K), so the exported vectors are the scored ones. It is saved as
+`Dense` (weight and bias, identity activation) between Pooling and Normalize, with only the config keys every
+sentence-transformers version from 2.x reads, and its weights both as `model.safetensors` and as
+`pytorch_model.bin` (sentence-transformers 2.x's Dense reads only the latter).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def prepare_fit_texts(
 def fit_at_layer(
     loaded: LoadedModel, spec: TransformSpec, texts: CalibrationSet, layer: int, config: CollectConfig
 ) -> FittedTransform:
-    """The map fitted on layer `layer` of the full model over the fit texts (before the model is cut)."""
+    """The map fitted on layer `layer` over the fit texts: `loaded` is the full model or the model cut after
+    `layer` (its output is the full model's layer `layer`, as the parity check proves, for K blocks' work)."""
     states = collect(loaded, loaded.pipeline.prepare(texts.texts), config).layer(layer)
     return FittedTransform(spec, fit(spec, states), texts)
 
