@@ -71,7 +71,7 @@ def evaluate(model: str, folders: list[str], work: Path, args) -> dict:
         model,
         folders,
         ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=args.max_length, progress=True),
-    ).data
+    ).report.to_json()
     if committed is not None:
         validation["committed_max_abs_diff"] = max(
             abs(round(a, 4) - b) for a, b in zip(validation["mean_by_layer"], committed)

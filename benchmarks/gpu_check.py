@@ -76,7 +76,7 @@ def pick_row(model: str, folders: list[str], device: str, dtype: str, work: Path
         "device": device,
         "dtype": dtype,
         "pick": report.selected_layer,
-        "mean_by_layer": validation.data["mean_by_layer"],
+        "mean_by_layer": validation.report.mean_by_layer,
         "seconds": round(time.perf_counter() - started, 1),
     }
 

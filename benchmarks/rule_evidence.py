@@ -120,13 +120,13 @@ def task_folders(data: Path, work: Path, max_rows: int | None, names: list[str] 
 
 def evaluate_model(model: str, folders: list[str], work: Path, limit: int | None, max_length: int) -> dict:
     select = run_select(model, config=SelectConfig(limit=limit, collect=CollectConfig(max_length=max_length)))
-    (work / f"{_slug(model)}-select.json").write_text(json.dumps(select, indent=2))
+    (work / f"{_slug(model)}-select.json").write_text(json.dumps(select.to_json(), indent=2))
     validation = run_validation(
         model,
         folders,
         ValidateConfig(layers="all", output_dir=work / _slug(model), max_length=max_length, progress=True),
     )
-    return {"select": select, "validation": validation.data}
+    return {"select": select.to_json(), "validation": validation.report.to_json()}
 
 
 def rule_rows(select: dict, mean: list[float | None]) -> list[dict]:

@@ -44,7 +44,7 @@ def validate(model: str, folders: list[str], prompt: str, transforms: str, fit: 
         progress=False,
     )
     began = time.perf_counter()
-    data = run_validation(model, folders, config).data
+    data = run_validation(model, folders, config).report.to_json()
     print(f"{tag}: {time.perf_counter() - began:.0f} s", flush=True)
     return data.get("by_prompt") or {
         _variant(data): {

@@ -67,7 +67,7 @@ def fidelity(args) -> str:
                 progress=not args.quiet,
             ),
         )
-        runs[normalize] = (result.data, time.perf_counter() - began)
+        runs[normalize] = (result.report.to_json(), time.perf_counter() - began)
     lines = [
         "| task | published | layerpick (raw vectors) | diff | layerpick (unit vectors) | diff | asked | holds |",
         "|---|---|---|---|---|---|---|---|",
@@ -194,7 +194,7 @@ def _timed_run(args, folders: dict, *, layers, tag: str) -> dict:
             progress=not args.quiet,
         ),
     )
-    data = result.data
+    data = result.report.to_json()
     return {
         "wall_s": time.perf_counter() - wall,
         "cpu_s": _cpu_s() - cpu,

@@ -1,5 +1,7 @@
-"""`benchmarks/gpu_check.sh` parses, and on a machine without CUDA says so, writes nothing and exits 0."""
+"""`benchmarks/gpu_check.sh` parses; on a machine without CUDA it says so, writes nothing and exits 0; its select +
+validate step runs on the CPU."""
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +51,20 @@ def test_without_cuda_it_says_so_and_writes_nothing(tmp_path):
     assert done.stdout.strip() == "no CUDA device"
     assert (GPU_MD.stat().st_mtime_ns if GPU_MD.exists() else None) == before
     assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_pick_row_runs_the_library_as_the_gpu_check_does(tmp_path):
+    """The check's select + validate step, run on the CPU on one small task: the row it writes has the pick and a
+    mean score per layer (the script once read a field that the typed validation result no longer has)."""
+    from tests.testkit.paths import SHARED_DATA
+
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT.with_suffix(".py"))
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    row = gpu_check.pick_row("minilm-l6", [str(SHARED_DATA / "BIOSSES")], "cpu", "float32", tmp_path)
+    assert "error" not in row, row
+    assert 1 <= row["pick"] <= 6
+    assert len(row["mean_by_layer"]) == 7 and all(0 < score < 1 for score in row["mean_by_layer"][1:])
+    assert gpu_check.judge([row])[0]["ok"]
