@@ -81,12 +81,12 @@ def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
     from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
     from layerpick.exporting.config import ExportConfig
     from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
-    from layerpick.exporting.load import read_metadata
+    from layerpick.exporting.metadata import read_metadata
     from layerpick.exporting.onnx.encoder import OnnxEncoder
 
     out = work / f"{model}-k{layer}"
     facts_file = work / f"{model}-k{layer}.int8.json"
-    if (read_metadata(out) or {}).get("layer") == layer and facts_file.is_file():
+    if getattr(read_metadata(out), "layer", None) == layer and facts_file.is_file():
         log(f"reusing {out}")
         return out, json.loads(facts_file.read_text())
     log(f"exporting {model} layer {layer} to {out}")

@@ -169,7 +169,7 @@ def run_one(alias: str, layer: int, args: argparse.Namespace, workdir: Path) -> 
         "num_layers": int(meta["num_layers"]),
         "export": how,
         "ideal": ideal,
-        "result": result.to_dict(),
+        "result": result.to_json(),
         "notes": result.notes,
     }
 
