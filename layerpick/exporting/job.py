@@ -227,6 +227,7 @@ def cut_and_save(
     )
     pooled = transformed.apply(fitted, layer_k)
     reference = torch.nn.functional.normalize(pooled, dim=-1) if unit else pooled
+    scale = transformed.working_scale(fitted, layer_k, unit)
     params_cut = _parameter_count(loaded.model)  # before a distillation prunes the embedding rows
     needed = disk_needed(
         loaded.model,
@@ -242,7 +243,7 @@ def cut_and_save(
         cut = work / "cut" if static_plan else target  # a static export proves the cut here, then distils it
         notes = _save(loaded, tokenizer, plan.prompt, work / "source", cut, pooling_mode, unit, seq_length, fitted)
         device = str(loaded.device)  # the parity check runs the export where the reference was computed
-        diff, tolerance = check_parity(cut, texts, reference, load_options.dtype, device=device)
+        diff, tolerance = check_parity(cut, texts, reference, load_options.dtype, device=device, scale=scale)
         onnx = (
             onnx_step.write_onnx(loaded.model, target, texts, config.quantize, fitted.affine if fitted else None)
             if with_onnx
@@ -554,10 +555,17 @@ def _save(
 
 
 def check_parity(
-    directory: Path, texts: Sequence[str], reference: torch.Tensor, dtype: str = "float32", *, device: str = "cpu"
+    directory: Path,
+    texts: Sequence[str],
+    reference: torch.Tensor,
+    dtype: str = "float32",
+    *,
+    device: str = "cpu",
+    scale: float = 0.0,
 ) -> tuple[float, float]:
     """Load `directory` with sentence-transformers and compare its embeddings with `reference`;
-    return (max abs diff, tolerance) or raise ParityError."""
+    return (max abs diff, tolerance) or raise ParityError. The tolerance is relative to the largest of 1, the
+    largest |value| of `reference` and `scale` (the magnitude a Dense module's sums reach: `working_scale`)."""
     from sentence_transformers import SentenceTransformer
 
     encoder = SentenceTransformer(str(directory), device=device)
@@ -569,7 +577,7 @@ def check_parity(
             f"layer K of the full model {tuple(reference.shape)}"
         )
     diff = (encoded.float().cpu() - reference).abs().max().item()
-    tolerance = PARITY_TOLERANCE.get(dtype, 1e-5) * max(1.0, reference.abs().max().item())
+    tolerance = PARITY_TOLERANCE.get(dtype, 1e-5) * max(1.0, reference.abs().max().item(), scale)
     logger.info("parity: max abs diff %.3g (tolerance %.3g) over %d texts", diff, tolerance, len(texts))
     if not diff <= tolerance:
         raise ParityError(

@@ -86,6 +86,20 @@ def apply(fitted: FittedTransform | None, vectors: torch.Tensor) -> torch.Tensor
     return vectors if fitted is None else fitted.affine.apply_torch(vectors).float()
 
 
+def working_scale(fitted: FittedTransform | None, vectors: torch.Tensor, unit: bool) -> float:
+    """The largest magnitude the Dense module's sums reach on `vectors`: max of |W| |x| + |b| per output (over the
+    output's norm when the pipeline normalises). Its rounding error is relative to this, not to the output: a
+    whitening of anisotropic vectors subtracts two large, nearly equal terms (W x and -W mean). 0 without one."""
+    if fitted is None:
+        return 0.0
+    weight = torch.as_tensor(fitted.affine.weight, dtype=torch.float64).abs()
+    bias = torch.as_tensor(fitted.affine.bias, dtype=torch.float64).abs()
+    sums = vectors.double().abs() @ weight.T + bias  # (N, out)
+    if unit:
+        sums = sums / fitted.affine.apply_torch(vectors).norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return float(sums.max())
+
+
 def dense_module(fitted: FittedTransform, dtype: torch.dtype = torch.float32):
     """A sentence-transformers Dense holding the fitted weight and bias in the export's `dtype` (the dtype the
     pooled vectors arrive in), identity activation."""

