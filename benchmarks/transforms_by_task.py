@@ -13,7 +13,6 @@ text, max length 128, transforms fitted on the embedded calibration set).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -39,9 +38,11 @@ def run(args) -> None:
 
 
 def render(args) -> None:
-    data = json.loads((_output(args) / "validation.json").read_text())
-    variants = data.get("by_prompt") or {"none": data}
-    layers = data["layers_evaluated"]
+    from layerpick.validation.result import ValidationReport
+
+    report = ValidationReport.read(_output(args) / "validation.json")
+    variants = report.by_prompt or {"none": {"tasks": report.tasks, "mean_by_layer": report.mean_by_layer}}
+    layers = report.layers_evaluated
     header = [f"{variant} L{layer}" for variant in variants for layer in layers]
     lines = [f"| task | {' | '.join(header)} |", "|---|" + "---|" * len(header)]
     for task in TASKS:
