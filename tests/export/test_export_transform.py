@@ -332,13 +332,9 @@ def test_the_parity_tolerance_follows_the_dense_modules_working_scale():
     fitted = FittedTransform(parse_transform("whiten-8"), affine, CalibrationSet(["x"], "test"))
     states = torch.tensor(vectors)
     outputs = torch.as_tensor(affine.apply(vectors))
+    sums = np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)  # (N, out), by hand
     scale = working_scale(fitted, states, unit=False)
-    expected = (np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)).max()
-    assert scale == pytest.approx(expected) and scale > 50 * outputs.abs().max().item()
+    assert scale == pytest.approx(sums.max()) and scale > 50 * outputs.abs().max().item()
     unit_scale = working_scale(fitted, states, unit=True)
-    assert unit_scale == pytest.approx(
-        ((np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)) / outputs.norm(dim=-1, keepdim=True).numpy())
-        .max()
-        .item()
-    )
+    assert unit_scale == pytest.approx((sums / outputs.norm(dim=-1, keepdim=True).numpy()).max())
     assert working_scale(None, states, unit=False) == 0.0
