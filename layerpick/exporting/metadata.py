@@ -2,7 +2,8 @@
 
 The one place that knows the file's keys. `export/model_card.py` builds it from `ExportFacts`; every reader (bench,
 serve, validate --exported, run, the CLI) goes through `read_metadata` or `ExportMetadata.read`. Nested sections
-(source, parity, selection, onnx, static) stay JSON objects; their keys are written by `model_card.py`.
+(source, parity, selection, onnx, static) stay JSON objects; their keys are written by `model_card.py`, except `heal`
+(a healed export: `layerpick.healing.result.HealReport`'s JSON).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class ExportMetadata(Document):
     speedup: Any = None
     versions: dict[str, str | None] = field(default_factory=dict)
     validation: dict[str, Any] | None = None  # added by `annotate_export` after `layerpick run` validated
+    heal: dict[str, Any] | None = None  # `layerpick heal`: the texts, the training and the fidelity before/after
     extra: dict[str, Any] = field(default_factory=dict)
 
     FORMAT: ClassVar[str] = "layerpick-export/1"
@@ -64,7 +66,7 @@ class ExportMetadata(Document):
         "parity",
         "command",
     )
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("validation",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("validation", "heal")
 
     @classmethod
     def _decode(cls, values: dict[str, Any], extra: dict[str, Any], where: str) -> ExportMetadata:
@@ -85,6 +87,11 @@ class ExportMetadata(Document):
     def is_static(self) -> bool:
         """Whether this is a static table (`layerpick export --format static`), not a cut model."""
         return isinstance(self.static, dict)
+
+    @property
+    def is_healed(self) -> bool:
+        """Whether the cut was trained after the export (`layerpick heal`): it no longer equals layer K."""
+        return isinstance(self.heal, dict)
 
     @property
     def baseline(self) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class ExportFacts:
     transform: dict[str, Any] | None = None  # the post-pooling transform (a Dense module), its fit set, output dim
     baseline: dict[str, Any] | None = None  # the full model, when the source is itself an export (bench's baseline)
     static: dict[str, Any] | None = None  # export.static's section: the table, its distillation, its cosine to the cut
+    heal: dict[str, Any] | None = None  # `layerpick heal`'s section: texts, training, fidelity before and after
 
 
 def package_of(model: str) -> dict[str, str] | None:
@@ -152,6 +153,7 @@ def metadata_document(facts: ExportFacts) -> ExportMetadata:
             },
             "onnx": facts.onnx,
             "static": facts.static,
+            **({"heal": facts.heal} if facts.heal else {}),
             "speedup": facts.speedup,
             "versions": facts.versions,
             "command": facts.command,
@@ -182,6 +184,7 @@ def render_model_card(facts: ExportFacts) -> str:
     sections = [
         _front_matter(facts),
         _intro(facts),
+        _heal(facts),
         _static(facts),
         _prompt(facts),
         _choice(facts),
@@ -228,6 +231,24 @@ def _intro(facts: ExportFacts) -> str:
         f"{facts.params_cut:,} of {facts.params_full:,} parameters ({kept:.0%}). "
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
         f"{_transform_clause(facts.transform)}{', L2-normalised' if facts.normalize else ''}.\n"
+    )
+
+
+def _heal(facts: ExportFacts) -> str:
+    """A healed export: what it was trained to reproduce, on what, and its fidelity before and after."""
+    heal = facts.heal
+    if not heal:
+        return ""
+    texts, before, after = heal.get("texts", {}), heal["before"], heal["after"]
+    return (
+        "## Healed\n\n"
+        f"After the cut, the {facts.layer} layers kept were trained by `layerpick heal` to reproduce "
+        f"{heal.get('teacher', {}).get('description', 'the full model')} on {texts.get('count')} unlabelled texts "
+        f"({texts.get('source')}), {heal.get('training', {}).get('epochs')} epochs: its vectors are no longer "
+        "layer K's (the parity below was measured on the cut before healing). On "
+        f"{after.get('texts')} held-out texts, mean cosine to the teacher {before['cosine']:.4f} -> "
+        f"{after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours {before['knn_overlap']:.4f} -> "
+        f"{after['knn_overlap']:.4f}.\n"
     )
 
 
@@ -574,6 +595,7 @@ def facts_from_metadata(document: ExportMetadata) -> ExportFacts:
         transform=document.transform,
         baseline=source.get("baseline"),
         static=document.static,
+        heal=document.heal,
     )
 
 
@@ -584,15 +606,23 @@ def original_source(path: str | Path | None) -> dict[str, Any] | None:
     return metadata.baseline if metadata is not None else None
 
 
-def annotate_export(directory: Path, *, validation: dict[str, Any] | None = None, speedup: Any = None) -> None:
-    """Add what was measured after an export (validation by layer, speed-up) to its layerpick.json and model
-    card. Each file is written beside itself and renamed over the old one."""
+def annotate_export(
+    directory: Path,
+    *,
+    validation: dict[str, Any] | None = None,
+    speedup: Any = None,
+    heal: dict[str, Any] | None = None,
+) -> None:
+    """Add what was measured or done after an export (validation by layer, speed-up, healing) to its
+    layerpick.json and model card. Each file is written beside itself and renamed over the old one."""
     path = Path(directory) / METADATA_FILE
     document = ExportMetadata.read(path)
     if validation is not None:
         document = dataclasses.replace(document, validation=validation)
     if speedup is not None:
         document = dataclasses.replace(document, speedup=speedup)
+    if heal is not None:
+        document = dataclasses.replace(document, heal=heal)
     facts = facts_from_metadata(document)
     write_json_atomic(path, document.to_json())
     write_text_atomic(Path(directory) / CARD_FILE, render_model_card(facts))

@@ -1,0 +1,242 @@
+"""Heal a cut: the model exported at layer K exactly as `layerpick export` makes it, trained on unlabelled texts to
+reproduce its teacher's sentence vectors, written as an ordinary export with a `heal` section in its layerpick.json.
+
+Owns the order of the steps and the checks around them: the request checked before anything loads (K, the
+texts' settings, the output), the work folder that makes a run resumable (`workspace`), the fidelity before and
+after on the held-out texts, and the healed export moved into place whole (export's atomic folder) only after it
+reloads with sentence-transformers and gives the trained vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from layerpick._util.disk import check_free, tree_bytes
+from layerpick._util.locks import output_lock
+from layerpick._util.outputs import check_output_location
+from layerpick._util.versions import library_versions
+from layerpick.core.models import LoadOptions, peek_num_layers, resolve_device
+from layerpick.errors import LayerpickError, LayerRangeError
+from layerpick.exporting import (
+    ExportConfig,
+    annotate_export,
+    atomic_directory,
+    check_not_own_source,
+    check_output,
+    export_model,
+)
+from layerpick.exporting.metadata import ExportMetadata
+from layerpick.healing import teacher as teachers
+from layerpick.healing import texts as heal_texts
+from layerpick.healing import workspace
+from layerpick.healing.config import LOSSES, HealConfig
+from layerpick.healing.fidelity import fidelity
+from layerpick.healing.result import HealReport
+from layerpick.healing.train import train
+
+logger = logging.getLogger(__name__)
+
+CUT_DIR = "cut"
+RELOAD_TEXTS = 8  # held-out texts the written export must encode as the trained model did
+RELOAD_TOLERANCE = 1e-4  # relative to the largest |value|
+WEIGHTS_DIR = "weights"
+
+
+class HealError(LayerpickError):
+    """A heal request that cannot be carried out."""
+
+
+def heal_model(
+    model: str,
+    layer: int | None,
+    output: Path,
+    config: HealConfig = HealConfig(),
+    *,
+    load_options: LoadOptions = LoadOptions(),
+    callbacks: Sequence[Any] = (),
+) -> HealReport:
+    """Cut `model` after layer K (`layer`, else `config.layer`), train the cut to reproduce its teacher
+    (`heal.teacher`) on `config.fit_texts`, and write it at `output` as an export. `callbacks` are handed to the
+    trainer (transformers `TrainerCallback`s)."""
+    output = Path(output)
+    layer = config.layer if layer is None else layer
+    check_request(model, layer, config, load_options)
+    check_not_own_source(model, output)
+    check_output(output, config.overwrite)
+    check_output_location(output, "--output")
+    with output_lock(output), workspace.workspace(output, run_key(model, layer, config, load_options)) as work:
+        return _heal(model, layer, output, config, load_options, work, callbacks)
+
+
+def check_request(model: str, layer: int | None, config: HealConfig, load_options: LoadOptions) -> None:
+    """Every check that needs no weights: K, the settings, and the texts where no tokenizer is needed to count them."""
+    if layer is None:
+        raise HealError("give the layer to cut after (--layer K)")
+    num_layers = peek_num_layers(model, load_options)
+    if layer < 1 or (num_layers is not None and layer >= num_layers):
+        top = f"{num_layers - 1}" if num_layers else "L - 1"
+        raise LayerRangeError(
+            f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K <= {top} "
+            "(at K = L there is nothing to heal)"
+        )
+    if config.loss not in LOSSES:
+        raise HealError(f"unknown loss {config.loss!r}; choose one of {', '.join(LOSSES)}")
+    if config.epochs < 1 or config.batch_size < 1 or not config.learning_rate > 0:
+        raise HealError("--epochs and --batch-size must be at least 1 and --learning-rate above 0")
+    if load_options.dtype != "float32" or load_options.device_map:
+        raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")
+    load_options.check()
+    if not heal_texts.is_corpus_folder(config.fit_texts):
+        texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts), config.max_texts, config.seed)
+        heal_texts.split(texts.texts, config.held_out, config.seed)  # too few texts: refused before loading
+
+
+def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
+    """The settings a kept work folder must match to be resumed."""
+    keep = ("fit_texts", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss")
+    return {
+        "model": model,
+        "layer": layer,
+        **{name: getattr(config, name) for name in keep},
+        "load": load_options.cli_flags(),
+    }
+
+
+def _heal(
+    model: str,
+    layer: int,
+    output: Path,
+    config: HealConfig,
+    load_options: LoadOptions,
+    work: Path,
+    callbacks: Sequence[Any],
+) -> HealReport:
+    started = time.monotonic()
+    device = resolve_device(load_options.device)
+    cut_dir, cut = build_cut(model, layer, work, config, load_options)
+    if cut.layer >= cut.num_layers:
+        raise LayerRangeError(f"layer {layer} is the last of {cut.num_layers}: at K = L there is nothing to heal")
+    teacher = teachers.find_teacher(model, cut, work, load_options, config.progress)
+    student = teachers.load_encoder(str(cut_dir), device)
+    texts = heal_texts.prepare_texts(
+        config.fit_texts,
+        student.tokenizer,
+        student.max_seq_length,
+        held_out=config.held_out,
+        max_texts=config.max_texts,
+        seed=config.seed,
+    )
+    workspace.settle_texts(work, texts.texts.sha256)
+    vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, work, device, config.progress)
+    train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
+    _check_dimensions(student, vectors, teacher)
+    before = fidelity(teachers.encode(student, texts.held_out), held_vectors)
+    outcome = train(student, texts.train, train_vectors, work / workspace.CHECKPOINTS, config, device, callbacks)
+    healed = teachers.encode(student, texts.held_out)
+    after = fidelity(healed, held_vectors)
+    report = HealReport(
+        output=str(output),
+        model=model,
+        layer=cut.layer,
+        num_layers=cut.num_layers,
+        teacher=teacher.describe(int(vectors.shape[1])),
+        texts=texts.describe(),
+        training={
+            "epochs": config.epochs,
+            "learning_rate": config.learning_rate,
+            "batch_size": config.batch_size,
+            "seed": config.seed,
+            "loss": config.loss,
+            "steps": outcome.steps,
+            "final_loss": outcome.final_loss,
+            "losses": list(outcome.losses),
+            "device": device,
+            "bf16": outcome.bf16,
+            "resumed_from_epoch": outcome.resumed_from_epoch,
+            "minutes": round((time.monotonic() - started) / 60, 2),
+        },
+        before=before,
+        after=after,
+        command=heal_command(model, layer, output, config, load_options),
+        versions=library_versions(),
+    )
+    write_healed(cut_dir, student, output, report, config.overwrite, texts.held_out[:RELOAD_TEXTS], healed)
+    return report
+
+
+def build_cut(
+    model: str, layer: int, work: Path, config: HealConfig, load_options: LoadOptions
+) -> tuple[Path, ExportMetadata]:
+    """The cut at layer K, exported (and parity-checked) by `layerpick export` into the work folder, or the one an
+    interrupted run left there."""
+    folder = work / CUT_DIR
+    if not (folder / "layerpick.json").is_file():
+        export = ExportConfig(layer=layer, progress=config.progress, overwrite=True)
+        export_model(model, layer, folder, export, load_options=load_options)
+    return folder, ExportMetadata.read(folder / "layerpick.json")
+
+
+def _check_dimensions(student: Any, vectors: torch.Tensor, teacher: teachers.Teacher) -> None:
+    dimension = getattr(student, "get_embedding_dimension", None) or student.get_sentence_embedding_dimension
+    width = dimension()
+    if width != vectors.shape[1]:
+        raise HealError(
+            f"the teacher ({teacher.description}) gives {vectors.shape[1]} dimensions and the cut {width}: a "
+            "teacher whose pipeline changes the dimension (a Dense module) cannot be healed towards yet"
+        )
+
+
+def write_healed(
+    cut: Path,
+    student: Any,
+    output: Path,
+    report: HealReport,
+    overwrite: bool,
+    probe_texts: Sequence[str],
+    probe_vectors: torch.Tensor,
+) -> None:
+    """The cut's export folder with the trained weights and the heal section, moved into place at `output` once
+    it reloads and encodes `probe_texts` as the trained model did."""
+    needed = 2 * tree_bytes(cut) + (1 << 20)
+    check_free(output.parent if output.parent.exists() else Path("."), needed)
+    with atomic_directory(output, overwrite, needed) as stage:
+        target = stage / "export"
+        shutil.copytree(cut, target)
+        save_weights(student, stage / WEIGHTS_DIR, target)
+        annotate_export(target, heal=report.to_json())
+        check_reload(target, probe_texts, probe_vectors[: len(probe_texts)], str(student.device))
+
+
+def save_weights(student: Any, scratch: Path, target: Path) -> None:
+    """Replace the export's transformer weights with the student's (saved by transformers, as export saves them)."""
+    student[0].auto_model.save_pretrained(scratch, safe_serialization=True)
+    for old in [*target.glob("*.safetensors"), *target.glob("*.safetensors.index.json")]:
+        old.unlink()
+    for new in [*scratch.glob("*.safetensors"), *scratch.glob("*.safetensors.index.json")]:
+        shutil.copy2(new, target / new.name)
+
+
+def check_reload(directory: Path, texts: Sequence[str], expected: torch.Tensor, device: str) -> None:
+    encoded = teachers.encode(teachers.load_encoder(str(directory), device), texts)
+    diff = (encoded - expected).abs().max().item()
+    tolerance = RELOAD_TOLERANCE * max(1.0, expected.abs().max().item())
+    if not diff <= tolerance:
+        raise HealError(f"the healed export does not reload as trained (max abs diff {diff:.3g}); nothing was written")
+
+
+def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_options: LoadOptions) -> str:
+    """The command line that makes this heal again."""
+    words = ["layerpick", "heal", model, "--layer", str(layer), "--output", str(output)]
+    default = HealConfig()
+    for name in ("fit_texts", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss"):
+        value = getattr(config, name)
+        if value != getattr(default, name):
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    return shlex.join(words + load_options.cli_flags())

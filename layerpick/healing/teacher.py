@@ -1,0 +1,97 @@
+"""What a heal trains the cut to reproduce, and its vectors, computed once per run and kept with it.
+
+A trained sentence embedder (a model that ships its own sentence-transformers pipeline) is its own teacher: the
+full model as it ships (pooling, Dense, Normalize). A raw model's teacher is the cut's own representation at the
+full depth: the model exported at layer L exactly as the cut is exported at layer K (the same pooling and
+normalisation), so student and teacher differ only in the blocks kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from layerpick.core.models import LoadOptions, peek_is_embedder
+from layerpick.exporting import ExportConfig, export_model
+from layerpick.exporting.metadata import ExportMetadata
+
+logger = logging.getLogger(__name__)
+
+VECTORS_FILE = "teacher-vectors.safetensors"
+FULL_DEPTH_DIR = "teacher"
+ENCODE_BATCH = 32
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """Where the teacher loads from (a sentence-transformers folder or hub id) and what it is."""
+
+    path: str
+    kind: str  # "sentence-transformers" (the model's own pipeline) or "full-depth" (the export at layer L)
+    description: str
+
+    def describe(self, dimension: int) -> dict:
+        return {"kind": self.kind, "description": self.description, "path": self.path, "dimension": dimension}
+
+
+def find_teacher(
+    model: str, cut: ExportMetadata, work: Path, load_options: LoadOptions, progress: bool = True
+) -> Teacher:
+    """The teacher of a cut of `model` (whose export's metadata is `cut`); a raw model's is exported into `work`."""
+    if peek_is_embedder(model, load_options):
+        return Teacher(
+            str(cut.source_path or model),
+            "sentence-transformers",
+            f"{model}'s own sentence-transformers pipeline (all {cut.num_layers} layers)",
+        )
+    folder = work / FULL_DEPTH_DIR
+    if not (folder / "layerpick.json").is_file():  # an export appears whole or not at all
+        config = ExportConfig(layer=cut.num_layers, pooling=cut.pooling, progress=progress, overwrite=True)
+        export_model(model, cut.num_layers, folder, config, load_options=load_options)
+    return Teacher(
+        str(folder), "full-depth", f"layer {cut.num_layers} of {model} ({cut.pooling} pooling, as the cut is exported)"
+    )
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def teacher_vectors(teacher: Teacher, texts: Sequence[str], work: Path, device: str, progress: bool) -> torch.Tensor:
+    """The teacher's (N, D) float32 vectors of `texts`: read from `work` when a run already computed them for the
+    same texts, else computed now and kept there."""
+    path, digest = work / VECTORS_FILE, texts_digest(texts)
+    if path.is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            if (handle.metadata() or {}).get("sha256") == digest:
+                logger.info("teacher vectors read from %s", path)
+                return load_file(str(path))["vectors"]
+    vectors = encode(load_encoder(teacher.path, device), texts, progress)
+    save_file({"vectors": vectors.contiguous()}, str(path), metadata={"sha256": digest, "teacher": teacher.path})
+    return vectors
+
+
+def load_encoder(path: str, device: str):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device=device)
+
+
+def encode(encoder, texts: Sequence[str], progress: bool = False) -> torch.Tensor:
+    """(N, D) float32 vectors on the CPU, in the encoder's own pipeline."""
+    with torch.no_grad():
+        vectors = encoder.encode(
+            list(texts), batch_size=ENCODE_BATCH, convert_to_tensor=True, show_progress_bar=progress
+        )
+    return vectors.float().cpu()

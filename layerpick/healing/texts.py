@@ -1,0 +1,150 @@
+"""The unlabelled texts a heal trains on and the share it holds back: read, split into passages, sampled, split.
+
+Sources are those of `--fit-texts` everywhere (`core.fit_texts`: a text file, JSONL with a `text` field, a task
+folder, or the embedded calibration set), except a BEIR-layout folder (one with corpus.jsonl), whose documents
+(title and text) are split into passages of the model's length rather than read whole. Too few texts are
+refused; fewer than the evidence asks for are warned about.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerpick._util.jsonl import JsonlError, read_objects
+from layerpick.core.calibration import CalibrationSet, clean
+from layerpick.core.fit_texts import load_fit_texts
+from layerpick.errors import CalibrationError
+
+logger = logging.getLogger(__name__)
+
+MIN_HELD_OUT = 50  # held-out texts below which the 10-neighbour fidelity says little
+MIN_TRAIN = 50
+MIN_TEXTS = MIN_HELD_OUT + MIN_TRAIN
+# The issue's probe (minilm-l6 cut at 3, SciFact) recovered retrieval from 4,000-6,000 passages of the task's own
+# corpus and much less from generic short texts; nothing smaller has been measured to heal.
+ENOUGH_TEXTS = 2000
+CORPUS_FILE = "corpus.jsonl"
+
+
+class HealTextsError(CalibrationError):
+    """Texts a heal cannot train on (too few, unreadable)."""
+
+
+@dataclass(frozen=True)
+class HealTexts:
+    """The texts of one heal: all of them (their source, count and hash), and the train and held-out shares."""
+
+    texts: CalibrationSet
+    train: tuple[str, ...]
+    held_out: tuple[str, ...]
+    passages: bool = False  # a BEIR corpus split into passages
+
+    def describe(self) -> dict:
+        return {
+            **self.texts.describe(),
+            "train": len(self.train),
+            "held_out": len(self.held_out),
+            "passages": self.passages,
+        }
+
+
+def is_corpus_folder(source: str | None) -> bool:
+    return source is not None and (Path(source).expanduser() / CORPUS_FILE).is_file()
+
+
+def prepare_texts(
+    source: str | None, tokenizer, max_tokens: int, *, held_out: float, max_texts: int | None, seed: int
+) -> HealTexts:
+    """The texts from `source` (a BEIR folder's corpus in passages of at most `max_tokens` tokens of `tokenizer`),
+    at most `max_texts` of them (a seeded sample), split into train and held-out shares."""
+    passages = is_corpus_folder(source)
+    texts = corpus_passages(Path(source).expanduser(), tokenizer, max_tokens) if passages else read_texts(source)
+    texts = sample(texts, max_texts, seed)
+    train, held = split(texts.texts, held_out, seed)
+    warn_if_thin(len(texts.texts), texts.source)
+    warn_if_long(texts.texts, tokenizer, max_tokens)
+    return HealTexts(texts, train, held, passages)
+
+
+def read_texts(source: str | None) -> CalibrationSet:
+    """Every text of `source` (None: the embedded calibration set), cleaned and deduplicated."""
+    return load_fit_texts(source, limit=None)
+
+
+def corpus_passages(folder: Path, tokenizer, max_tokens: int) -> CalibrationSet:
+    """The documents of `folder`/corpus.jsonl (title, then text), each split into passages of `max_tokens`."""
+    try:
+        rows = [row for _, row in read_objects(folder / CORPUS_FILE)]
+    except JsonlError as error:
+        raise HealTextsError(f"--fit-texts: {error}") from None
+    documents = clean([" ".join(str(row.get(key) or "") for key in ("title", "text")) for row in rows])
+    room = max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
+    texts = clean([passage for document in documents for passage in split_passages(document, tokenizer, room)])
+    if not texts:
+        raise HealTextsError(f"--fit-texts: {folder / CORPUS_FILE} contains no texts")
+    return CalibrationSet(texts, str(folder))
+
+
+def split_passages(text: str, tokenizer, room: int) -> list[str]:
+    """`text` cut into consecutive pieces of at most `room` tokens, at token boundaries (character offsets of a
+    fast tokenizer); a slow tokenizer keeps the text whole (the model truncates it)."""
+    if not getattr(tokenizer, "is_fast", False):
+        return [text]
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+    if len(offsets) <= room:
+        return [text]
+    starts = [offsets[i][0] for i in range(0, len(offsets), room)]
+    ends = [offsets[min(i + room, len(offsets)) - 1][1] for i in range(0, len(offsets), room)]
+    return [text[start:end] for start, end in zip(starts, ends)]
+
+
+def sample(texts: CalibrationSet, limit: int | None, seed: int) -> CalibrationSet:
+    if limit is None or len(texts.texts) <= limit:
+        return texts
+    if limit < 1:
+        raise HealTextsError(f"--max-texts must be at least 1 (got {limit})")
+    keep = sorted(random.Random(seed).sample(range(len(texts.texts)), limit))
+    return CalibrationSet([texts.texts[i] for i in keep], texts.source)
+
+
+def split(texts: list[str], share: float, seed: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(train, held out): a seeded `share` of the texts, at least MIN_HELD_OUT, held back."""
+    if not 0 < share < 1:
+        raise HealTextsError(f"--held-out must be between 0 and 1 (got {share})")
+    if len(texts) < MIN_TEXTS:
+        raise HealTextsError(
+            f"too few texts to heal: {len(texts)} (at least {MIN_TEXTS}: {MIN_HELD_OUT} held out to measure "
+            f"fidelity and {MIN_TRAIN} to train; thousands are needed for a useful heal)"
+        )
+    count = min(max(round(share * len(texts)), MIN_HELD_OUT), len(texts) - MIN_TRAIN)
+    held = set(random.Random(seed).sample(range(len(texts)), count))
+    train = tuple(text for i, text in enumerate(texts) if i not in held)
+    return train, tuple(texts[i] for i in sorted(held))
+
+
+def warn_if_thin(count: int, source: str) -> None:
+    if count < ENOUGH_TEXTS:
+        logger.warning(
+            "only %d texts from %s: healing has been seen to work with thousands (4,000-6,000 passages of the "
+            "user's own corpus); expect little recovery below %d",
+            count,
+            source,
+            ENOUGH_TEXTS,
+        )
+
+
+def warn_if_long(texts: list[str], tokenizer, max_tokens: int) -> None:
+    """A warning naming how many texts the model will truncate (a BEIR folder is split instead)."""
+    lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]]
+    longer = sum(length > max_tokens for length in lengths)
+    if longer:
+        logger.warning(
+            "%d of %d texts are longer than the model's %d tokens and are truncated in training; pass a BEIR "
+            "folder (corpus.jsonl) to split documents into passages instead",
+            longer,
+            len(texts),
+            max_tokens,
+        )

@@ -1,0 +1,115 @@
+"""The training of a heal, on sentence-transformers' trainer: the student cut learns the teacher's vectors of the
+train texts, one checkpoint per epoch in the work folder, resumed from the last one after an interrupt.
+
+The same code runs on a CPU and on a GPU: the trainer places the model; on a CUDA device that supports it, bf16
+mixed precision is on (the weights stay float32).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from layerpick.healing.config import HealConfig
+from layerpick.healing.loss import make_loss
+
+logger = logging.getLogger(__name__)
+
+TEXT_COLUMN = "text"
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    steps: int
+    losses: tuple[dict[str, float], ...]  # {"epoch", "loss"} per epoch, as the trainer logged it
+    resumed_from_epoch: float | None
+    bf16: bool
+
+    @property
+    def final_loss(self) -> float | None:
+        return self.losses[-1]["loss"] if self.losses else None
+
+
+def uses_bf16(device: str) -> bool:
+    return device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def train(
+    student: Any,
+    texts: Sequence[str],
+    vectors: torch.Tensor,
+    checkpoints: Path,
+    config: HealConfig,
+    device: str,
+    callbacks: Sequence[Any] = (),
+) -> TrainOutcome:
+    """Train `student` (a SentenceTransformer, changed in place) to give `vectors` for `texts`."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer
+    from transformers.trainer_utils import get_last_checkpoint
+
+    dataset = Dataset.from_dict({TEXT_COLUMN: list(texts), "label": vectors.tolist()})
+    bf16 = uses_bf16(device)
+    trainer = SentenceTransformerTrainer(
+        model=student,
+        args=training_arguments(checkpoints, config, device, bf16),
+        train_dataset=dataset,
+        loss=make_loss(config.loss, student),
+        callbacks=list(callbacks) or None,
+    )
+    quieten(trainer)
+    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    resumed = _epoch_of(Path(last)) if last else None
+    if last:
+        logger.warning("resuming from %s (epoch %s)", last, resumed)
+    trainer.train(resume_from_checkpoint=last)
+    losses = tuple(
+        {"epoch": float(entry["epoch"]), "loss": float(entry["loss"])}
+        for entry in trainer.state.log_history
+        if "loss" in entry
+    )
+    student.eval()
+    return TrainOutcome(trainer.state.global_step, losses, resumed, bf16)
+
+
+def quieten(trainer: Any) -> None:
+    """Without progress bars the trainer prints each log line on stdout, and its model-card callback draws a bar
+    of its own: the heal reports the losses itself, and the checkpoints need no model card."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    card = getattr(trainer, "model_card_callback_class", None)
+    if card is not None:
+        trainer.remove_callback(card)
+
+
+def training_arguments(checkpoints: Path, config: HealConfig, device: str, bf16: bool):
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    return SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        seed=config.seed,
+        data_seed=config.seed,
+        save_strategy="epoch",
+        save_total_limit=1,
+        logging_strategy="epoch",
+        report_to="none",
+        use_cpu=not device.startswith("cuda"),
+        bf16=bf16,
+        disable_tqdm=not config.progress,
+    )
+
+
+def _epoch_of(checkpoint: Path) -> float | None:
+    try:
+        return float(json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
