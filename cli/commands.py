@@ -18,6 +18,7 @@ from layerpick.cli import (
     collect_cmd,
     compare_cmd,
     export_cmd,
+    heal_cmd,
     models_cmd,
     run_cmd,
     select_cmd,
@@ -36,6 +37,7 @@ app.command("select")(select_cmd.select)
 app.command("models")(models_cmd.models)
 app.command("collect")(collect_cmd.collect)
 app.command("export")(export_cmd.export)
+app.command("heal")(heal_cmd.heal)
 app.command("serve")(serve_cmd.serve)
 app.command("bench")(bench_cmd.bench)
 app.command("validate")(validate_cmd.validate)

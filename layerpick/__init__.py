@@ -1,7 +1,7 @@
 """layerpick: find the best intermediate layer of a language model without labels, and export it.
 
-The curated public API: the seven stage verbs (`select`, `validate`, `export`, `bench`, `run`, `compare`,
-`serve`; `layerpick.verbs` says their one argument pattern), each stage's config and result types, and the
+The curated public API: the eight stage verbs (`select`, `validate`, `export`, `heal`, `bench`, `run`,
+`compare`, `serve`; `layerpick.verbs` says their one argument pattern), each stage's config and result types, and the
 "layer k" core. The names are imported on first use (PEP 562), so `import
 layerpick.<submodule>` does not pay for torch
 until something needs it; the command line relies on that to handle Ctrl-C from its first moment.
@@ -17,7 +17,9 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # The verbs; no subpackage takes a verb's name (an import of `layerpick.<name>.x` would rebind the attribute).
-    **{verb: "layerpick.verbs" for verb in ("select", "validate", "export", "bench", "run", "compare", "serve")},
+    **{
+        verb: "layerpick.verbs" for verb in ("select", "validate", "export", "heal", "bench", "run", "compare", "serve")
+    },
     "SelectConfig": "layerpick.selection.job",
     "SelectReport": "layerpick.selection.result",
     "ValidateConfig": "layerpick.validation.config",
@@ -26,6 +28,8 @@ _EXPORTS = {
     "ExportConfig": "layerpick.exporting.config",
     "ExportResult": "layerpick.exporting.job",
     "ExportMetadata": "layerpick.exporting.metadata",
+    "HealConfig": "layerpick.healing.config",
+    "HealReport": "layerpick.healing.result",
     "BenchConfig": "layerpick.benchmark.config",
     "BenchResult": "layerpick.benchmark.run",
     "CutsResult": "layerpick.benchmark.cuts",
@@ -60,6 +64,8 @@ __all__ = [
     "ExportConfig",
     "ExportMetadata",
     "ExportResult",
+    "HealConfig",
+    "HealReport",
     "LayerStates",
     "LayerpickError",
     "LoadOptions",
@@ -80,6 +86,7 @@ __all__ = [
     "bench",
     "compare",
     "export",
+    "heal",
     "run",
     "select",
     "serve",
@@ -97,12 +104,14 @@ if TYPE_CHECKING:
     from layerpick.exporting.config import ExportConfig
     from layerpick.exporting.job import ExportResult
     from layerpick.exporting.metadata import ExportMetadata
+    from layerpick.healing.config import HealConfig
+    from layerpick.healing.result import HealReport
     from layerpick.selection.config import SelectConfig
     from layerpick.selection.result import SelectReport
     from layerpick.serving.config import ServeConfig
     from layerpick.validation.config import ValidateConfig
     from layerpick.validation.result import ValidationReport, ValidationRun
-    from layerpick.verbs import bench, compare, export, run, select, serve, validate
+    from layerpick.verbs import bench, compare, export, heal, run, select, serve, validate
     from layerpick.workflow.record import RunRecord
     from layerpick.workflow.run import RunConfig, RunResult
     from layerpick.core.calibration import CalibrationSet, load_calibration

@@ -1,9 +1,10 @@
-"""The public verbs, one per stage: `select`, `validate`, `export`, `bench`, `run`, `compare`, `serve`.
+"""The public verbs, one per stage: `select`, `validate`, `export`, `heal`, `bench`, `run`, `compare`, `serve`.
 
 One argument pattern for all: what is worked on (a model, an export folder, report files), then the stage's
-config object (`SelectConfig`, `ValidateConfig`, `ExportConfig`, `BenchConfig`, `RunConfig`, `ServeConfig`;
-None takes its defaults), then keyword-only `load` (how a model is loaded, `LoadOptions`), `output` (where
-files go), `overwrite` (for the verbs that replace an earlier output) and `progress` (bars on stderr). Each
+config object (`SelectConfig`, `ValidateConfig`, `ExportConfig`, `HealConfig`, `BenchConfig`, `RunConfig`,
+`ServeConfig`; None takes its defaults), then keyword-only `load` (how a model is loaded, `LoadOptions`),
+`output` (where files go), `overwrite` (for the verbs that replace an earlier output) and `progress` (bars on
+stderr). Each
 returns the stage's typed result. The stage packages behind them are imported on first call, so importing
 `layerpick` stays cheap.
 """
@@ -14,13 +15,14 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-__all__ = ["bench", "compare", "export", "run", "select", "serve", "validate"]
+__all__ = ["bench", "compare", "export", "heal", "run", "select", "serve", "validate"]
 
 if TYPE_CHECKING:
     from layerpick.benchmark import BenchConfig, BenchResult
     from layerpick.comparison import Comparison
     from layerpick.core.models import LoadOptions
     from layerpick.exporting import ExportConfig, ExportResult
+    from layerpick.healing import HealConfig, HealReport
     from layerpick.selection import SelectConfig
     from layerpick.selection.result import SelectReport
     from layerpick.serving import ServeConfig
@@ -85,6 +87,25 @@ def export(
 
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
     return export_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
+
+
+def heal(
+    model: str,
+    config: HealConfig,
+    *,
+    load: LoadOptions | None = None,
+    output: str | Path,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> HealReport:
+    """Cut `model` after block `config.layer` and train the cut on `config.fit_texts` to reproduce the full model's
+    sentence vectors; write it at `output` as an export whose layerpick.json carries the heal (fidelity before and
+    after on held-out texts). An interrupted heal resumes from its last epoch when called again the same way."""
+    from layerpick.core.models import LoadOptions
+    from layerpick.healing.job import heal_model
+
+    config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
+    return heal_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
 
 
 def bench(

@@ -1,0 +1,69 @@
+"""`layerpick heal`: cut a model after layer K and train the cut to give back its teacher's sentence vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from layerpick._util import interrupt
+from layerpick.cli import options as opt
+from layerpick.cli.options import default
+from layerpick.core import registry
+from layerpick.core.models import LoadOptions
+from layerpick.healing import HealConfig, heal_model
+from layerpick.healing.render import render_heal
+
+
+@opt.with_load_options
+def heal(
+    model: opt.ModelArg = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the healed export to.")] = ...,
+    layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L-1).")] = None,
+    fit_texts: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fit-texts",
+            help="Unlabelled texts to heal on: a text file, JSONL (`text`), a task folder, or a BEIR folder whose "
+            "corpus.jsonl is split into passages of the model's length. Default: the embedded calibration set.",
+            envvar="LAYERPICK_FIT_TEXTS",
+        ),
+    ] = default(HealConfig, "fit_texts"),
+    epochs: Annotated[int, typer.Option(help="Passes over the texts (a checkpoint after each).")] = default(
+        HealConfig, "epochs"
+    ),
+    learning_rate: Annotated[float, typer.Option("--learning-rate", help="AdamW's peak learning rate.")] = default(
+        HealConfig, "learning_rate"
+    ),
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Texts per training step.")] = default(
+        HealConfig, "batch_size"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the held-out split, the sampling and the training.")] = default(
+        HealConfig, "seed"
+    ),
+    held_out: Annotated[
+        float, typer.Option("--held-out", help="Share of the texts held back to measure fidelity (at least 50 texts).")
+    ] = default(HealConfig, "held_out"),
+    max_texts: Annotated[
+        Optional[int], typer.Option("--max-texts", help="Use at most this many texts (a seeded sample).")
+    ] = default(HealConfig, "max_texts"),
+    loss: Annotated[str, typer.Option(help="cosine+mse, mse or cosine, to the teacher's vectors.")] = default(
+        HealConfig, "loss"
+    ),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = default(
+        HealConfig, "overwrite"
+    ),
+    quiet: opt.Quiet = False,
+    load: LoadOptions = LoadOptions(),
+) -> None:
+    """Cut MODEL after layer K and train the cut, on unlabelled texts, to reproduce the full model's sentence vectors.
+
+    Run the same command again after an interrupt: it resumes from the last epoch's checkpoint.
+
+    Example: layerpick heal minilm-l6 --layer 3 --fit-texts my-corpus/ --output minilm-l3-healed
+    """
+    config = opt.build(HealConfig, locals(), progress=not quiet)
+    interrupt.final_output(output)  # once the healed export is in place, the command has succeeded
+    report = heal_model(registry.model_or_default(model), layer, output, config, load_options=load)
+    render_heal(report)

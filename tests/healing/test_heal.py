@@ -1,0 +1,83 @@
+"""A heal on tiny random models: the healed export is an ordinary export that loads, its fidelity to the teacher
+rises on the held-out texts, an interrupted run resumes to the same result, and the work folder goes away."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from layerpick.exporting.metadata import ExportMetadata, read_metadata
+from layerpick.healing import HealReport, heal_model
+from layerpick.healing.workspace import work_folder
+from tests.healing.conftest import LAYER, TEXTS
+
+PROBE = ["the quick brown fox", "a model cut after k blocks", "numbers like 42 and 3.14"]
+
+
+def encode(folder):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device="cpu").encode(PROBE, convert_to_tensor=True)
+
+
+def test_the_healed_export_loads_and_is_closer_to_its_teacher(healed):
+    report, output = healed
+    assert encode(output).shape == (len(PROBE), 32)
+    assert report.after.cosine > report.before.cosine + 0.05  # measured 0.62 -> 0.81 with seed 0
+    assert report.after.knn_overlap >= report.before.knn_overlap
+    assert report.after.texts == report.texts["held_out"] == 50 and report.texts["count"] == TEXTS
+    assert report.training["final_loss"] < report.training["losses"][0]["loss"]
+    assert not work_folder(output).exists()
+
+
+def test_the_export_says_it_was_healed(healed, tiny_dirs):
+    report, output = healed
+    metadata = read_metadata(output)
+    assert metadata.is_healed and metadata.layer == LAYER and metadata.num_layers == 4
+    assert HealReport.from_json(metadata.heal) == report
+    assert metadata.heal["teacher"]["kind"] == "full-depth"  # a raw model: its own representation at layer L
+    assert metadata.heal["texts"]["sha256"] and metadata.heal["training"]["epochs"] == 2
+    card = (output / "README.md").read_text(encoding="utf-8")
+    assert "## Healed" in card and f"{report.after.cosine:.4f}" in card
+
+
+def test_the_healed_weights_differ_from_the_cut(healed, tiny_dirs, tmp_path):
+    from layerpick.exporting import ExportConfig, export_model
+
+    _, output = healed
+    export_model(str(tiny_dirs("llama")), LAYER, tmp_path / "cut", ExportConfig(progress=False))
+    assert (encode(output) - encode(tmp_path / "cut")).abs().max() > 1e-3
+    assert sorted(p.name for p in output.iterdir()) == sorted(p.name for p in (tmp_path / "cut").iterdir())
+
+
+def test_the_report_round_trips(healed, tmp_path):
+    report, _ = healed
+    again = HealReport.from_json(json.loads(json.dumps(report.to_json())))
+    assert again == report and again.to_json()["format"] == "layerpick-heal/1"
+    metadata = ExportMetadata.read(healed[1] / "layerpick.json")
+    assert ExportMetadata.from_json(json.loads(json.dumps(metadata.to_json()))) == metadata
+
+
+class Interrupted(Exception):
+    pass
+
+
+class StopAfterFirstCheckpoint(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        raise Interrupted(state.epoch)
+
+
+def test_a_resumed_heal_equals_an_uninterrupted_one(healed, tiny_dirs, tiny_config, tmp_path):
+    reference, reference_output = healed
+    output = tmp_path / "resumed"
+    with pytest.raises(Interrupted):
+        heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config, callbacks=[StopAfterFirstCheckpoint()])
+    assert not output.exists() and (work_folder(output) / "checkpoints" / "checkpoint-5").is_dir()
+    report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config)
+    assert report.training["resumed_from_epoch"] == 1.0
+    assert report.after == reference.after and report.training["losses"] == reference.training["losses"]
+    assert torch.equal(encode(output), encode(reference_output))
+    assert not work_folder(output).exists()

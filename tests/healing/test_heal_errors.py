@@ -1,0 +1,53 @@
+"""Bad heal requests through the `layerpick` entry point: one line, exit code 1, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from layerpick._util import interrupt
+from layerpick.cli import app as cli_app
+
+
+@pytest.fixture
+def layerpick(capsys):
+    def run(*argv):
+        interrupt.reset()
+        try:
+            code = cli_app.run([str(arg) for arg in argv])
+        finally:
+            interrupt.reset()
+        return code, capsys.readouterr().err.strip()
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [(0, "layer 0 is out of range"), (4, "layer 4 is out of range"), (9, "layer 9 is out of range")],
+)
+def test_layer_out_of_range(layerpick, tiny_dirs, tmp_path, heal_texts, layer, message):
+    out = tmp_path / "out"
+    code, err = layerpick("heal", tiny_dirs("llama"), "--layer", layer, "--fit-texts", heal_texts, "-o", out, "-q")
+    assert code == 1 and err.startswith(f"layerpick: error: {message}") and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_too_few_texts(layerpick, tiny_dirs, tmp_path):
+    texts = tmp_path / "few.txt"
+    texts.write_text("\n".join(f"text number {i}" for i in range(60)), encoding="utf-8")
+    out = tmp_path / "out"
+    code, err = layerpick("heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", texts, "-o", out, "-q")
+    assert code == 1 and "too few texts to heal: 60" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["few.txt"]
+
+
+def test_unknown_model(layerpick, tmp_path, heal_texts):
+    code, err = layerpick("heal", "smollm9", "--layer", 1, "--fit-texts", heal_texts, "-o", tmp_path / "o", "-q")
+    assert code == 1 and "unknown model alias 'smollm9'" in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_model_path(layerpick, tmp_path, heal_texts):
+    code, err = layerpick("heal", tmp_path / "nope", "--layer", 1, "--fit-texts", heal_texts, "-o", tmp_path / "o")
+    assert code == 1 and "model path not found" in err
+    assert list(tmp_path.iterdir()) == []
