@@ -1,5 +1,5 @@
 """The package's import graph, read from the source: the neutral rooms import no stage, the stages import each
-other only forward (select, export, validate, bench and serve, compare, run) and only through a sibling's public
+other only forward (select, export, heal, validate, bench and serve, compare, run) and only through a sibling's public
 face (its package, `config`, `result`, `metadata`, `load`, `render`, `report`), never its internals."""
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "layerpick"
 # The stages in the order they build on each other: a stage may import only stages before it.
-STAGES = ("selection", "exporting", "validation", "benchmark", "serving", "comparison", "workflow")
+STAGES = ("selection", "exporting", "healing", "validation", "benchmark", "serving", "comparison", "workflow")
 NEUTRAL = ("core", "metrics", "frontier", "_util", "errors", "data")  # shared rooms: they import no stage
 # What a stage shows its siblings: its package (verbs and types), its config and result (the file's document),
 # export's metadata and load (an export read back), and the renderers of its result (render: the terminal,

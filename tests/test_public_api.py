@@ -15,11 +15,12 @@ import tomllib
 import layerpick
 
 ROOT = Path(__file__).resolve().parents[1]
-VERBS = ("select", "validate", "export", "bench", "run", "compare", "serve")
+VERBS = ("select", "validate", "export", "heal", "bench", "run", "compare", "serve")
 CONFIGS = {
     "select": "SelectConfig",
     "validate": "ValidateConfig",
     "export": "ExportConfig",
+    "heal": "HealConfig",
     "bench": "BenchConfig",
     "run": "RunConfig",
     "serve": "ServeConfig",

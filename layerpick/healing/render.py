@@ -22,9 +22,10 @@ def render_heal(report: HealReport) -> None:
     loss = training.get("final_loss")
     loss_text = "-" if loss is None else f"{loss:.4g}"
     console.print(
-        f"  training    {training.get('epochs')} epochs, {training.get('steps')} steps, {training.get('loss')} loss "
-        f"{loss_text} at the end, {training.get('minutes')} min on {training.get('device')}"
+        f"  training    {training.get('epochs')} epochs, {training.get('steps')} steps on {training.get('device')}, "
+        f"{training.get('minutes')} min"
     )
+    console.print(f"  loss        {training.get('loss')}: {loss_text} at the end")
     before, after = report.before, report.after
     console.print(f"  fidelity    cosine to the teacher {before.cosine:.4f} -> {after.cosine:.4f}")
     console.print(f"              {after.k}-NN overlap {before.knn_overlap:.4f} -> {after.knn_overlap:.4f}")

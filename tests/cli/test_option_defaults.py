@@ -28,6 +28,7 @@ from layerpick.core.collect_job import collect_layers
 from layerpick.core.models import LoadOptions
 from layerpick.exporting.config import ExportConfig
 from layerpick.frontier.choice import ChoiceOptions
+from layerpick.healing.config import HealConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.serving.config import ServeConfig
 from layerpick.validation.config import ValidateConfig
@@ -168,6 +169,22 @@ MAPPED: dict[str, Mapping] = {
         "quiet": (ExportConfig, "progress", progress),
         **LOAD,
     },
+    "heal": {
+        **fields(
+            HealConfig,
+            "fit_texts",
+            "epochs",
+            "learning_rate",
+            "batch_size",
+            "seed",
+            "held_out",
+            "max_texts",
+            "loss",
+            "overwrite",
+        ),
+        "quiet": (HealConfig, "progress", progress),
+        **LOAD,
+    },
     "bench": {
         **fields(BenchConfig, "baseline", "texts", "repeats", "memory", "device", "threads", "backend"),
         "batch_sizes": (BenchConfig, "batch_sizes", sizes),
@@ -207,6 +224,7 @@ NOT_MAPPED = {
     "collect": {"model"},
     "validate": {"model", "tasks", "materialize", "choose", "max_loss", "as_json"},  # choice: see below
     "export": {"model", "output", "layer", "layers"},
+    "heal": {"model", "output", "layer"},
     "bench": {"directory", "layers", "validation", "static", "output", "as_json", "quiet"},
     "serve": {"directory"},
     "compare": {"reports", "output", "as_json"},
@@ -275,6 +293,7 @@ def captured(monkeypatch):
         collect_cmd,
         compare_cmd,
         export_cmd,
+        heal_cmd,
         run_cmd,
         select_cmd,
         serve_cmd,
@@ -284,6 +303,7 @@ def captured(monkeypatch):
         (select_cmd, "select_and_write"),
         (collect_cmd, "collect_layers"),
         (export_cmd, "export_model"),
+        (heal_cmd, "heal_model"),
         (bench_cmd, "run_bench"),
         (serve_cmd, "run_server"),
         (compare_cmd, "compare_reports"),
@@ -329,6 +349,12 @@ def test_validate_hands_over_the_default_config(captured):
 def test_export_hands_over_the_default_config(captured, tmp_path):
     seen = captured("export", "a-model", "--output", str(tmp_path / "out"))
     assert seen["args"] == ("a-model", None, tmp_path / "out", ExportConfig())
+    assert seen["kwargs"] == {"load_options": LoadOptions()}
+
+
+def test_heal_hands_over_the_default_config(captured, tmp_path):
+    seen = captured("heal", "a-model", "--output", str(tmp_path / "out"))
+    assert seen["args"] == ("a-model", None, tmp_path / "out", HealConfig())
     assert seen["kwargs"] == {"load_options": LoadOptions()}
 
 
