@@ -57,7 +57,7 @@ def train(
     bf16 = uses_bf16(device)
     trainer = SentenceTransformerTrainer(
         model=student,
-        args=training_arguments(checkpoints, config, device, bf16),
+        args=training_arguments(checkpoints, config, device, bf16, default_prompt(student)),
         train_dataset=dataset,
         loss=make_loss(config.loss, student),
         callbacks=list(callbacks) or None,
@@ -66,7 +66,7 @@ def train(
     last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     resumed = _epoch_of(Path(last)) if last else None
     if last:
-        logger.warning("resuming from %s (epoch %s)", last, resumed)
+        logger.info("resuming from %s (epoch %s)", last, resumed)
     trainer.train(resume_from_checkpoint=last)
     losses = tuple(
         {"epoch": float(entry["epoch"]), "loss": float(entry["loss"])}
@@ -88,10 +88,18 @@ def quieten(trainer: Any) -> None:
         trainer.remove_callback(card)
 
 
-def training_arguments(checkpoints: Path, config: HealConfig, device: str, bf16: bool):
+def default_prompt(student: Any) -> str | None:
+    """The prompt the student's `encode` puts before every text (its default prompt), which the teacher's vectors
+    were computed with; the trainer applies no prompt unless told."""
+    name = getattr(student, "default_prompt_name", None)
+    return (getattr(student, "prompts", None) or {}).get(name) if name else None
+
+
+def training_arguments(checkpoints: Path, config: HealConfig, device: str, bf16: bool, prompt: str | None = None):
     from sentence_transformers import SentenceTransformerTrainingArguments
 
     return SentenceTransformerTrainingArguments(
+        **({"prompts": prompt} if prompt else {}),
         output_dir=str(checkpoints),
         num_train_epochs=config.epochs,
         per_device_train_batch_size=config.batch_size,

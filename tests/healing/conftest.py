@@ -30,3 +30,19 @@ def healed(tiny_dirs, tiny_config, tmp_path_factory):
     """(report, output) of the tiny Llama healed at layer 1 without interruption."""
     output = tmp_path_factory.mktemp("healed") / "llama-l1"
     return heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config), output
+
+
+@pytest.fixture(scope="session")
+def tiny_embedder(tmp_path_factory):
+    """A tiny BERT saved as a trained sentence embedder would ship: mean pooling, Normalize, a default prompt."""
+    from sentence_transformers import SentenceTransformer, models
+
+    from tests.testkit.tiny import save_tiny
+
+    root = tmp_path_factory.mktemp("tiny-embedder")
+    transformer = models.Transformer(str(save_tiny("bert", root / "bert", seed=3)), max_seq_length=48)
+    pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
+    modules = [transformer, pooling, models.Normalize()]
+    embedder = SentenceTransformer(modules=modules, prompts={"query": "query: "}, default_prompt_name="query")
+    embedder.save(str(root / "embedder"))
+    return root / "embedder"

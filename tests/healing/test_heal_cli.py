@@ -1,0 +1,31 @@
+"""`layerpick heal` end to end on a tiny sentence embedder: the full model's own pipeline is the teacher, the
+command prints the fidelity before and after, and the healed export keeps the pipeline (Normalize, prompt)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from layerpick._util import interrupt
+from layerpick.cli import app as cli_app
+from layerpick.exporting.metadata import read_metadata
+
+
+def test_heal_a_sentence_embedder(tiny_embedder, heal_texts, tmp_path, capsys):
+    from sentence_transformers import SentenceTransformer
+
+    output = tmp_path / "healed"
+    argv = ["heal", str(tiny_embedder), "--layer", "2", "--fit-texts", str(heal_texts), "--epochs", "1"]
+    interrupt.reset()
+    try:
+        code = cli_app.run([*argv, "--batch-size", "16", "--output", str(output), "-q"])
+    finally:
+        interrupt.reset()
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert f"healed {output}" in printed.out and "cosine to the teacher" in printed.out
+    metadata = read_metadata(output)
+    assert metadata.heal["teacher"]["kind"] == "sentence-transformers" and metadata.normalize
+    assert metadata.heal["command"].startswith(f"layerpick heal {tiny_embedder} --layer 2")
+    model = SentenceTransformer(str(output), device="cpu")
+    assert model.default_prompt_name == "query"
+    assert np.allclose(np.linalg.norm(model.encode(["a text", "another one"]), axis=1), 1.0, atol=1e-5)
