@@ -138,7 +138,7 @@ def _heal(
     train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
     _check_dimensions(student, vectors, teacher)
     before = fidelity(teachers.encode(student, texts.held_out), held_vectors)
-    outcome = train(student, texts.train, train_vectors, work / workspace.CHECKPOINTS, config, device, callbacks)
+    outcome = train(student, texts.train, train_vectors, work, config, device, callbacks)
     healed = teachers.encode(student, texts.held_out)
     after = fidelity(healed, held_vectors)
     report = HealReport(

@@ -20,10 +20,10 @@ from safetensors.torch import load_file, save_file
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.exporting import ExportConfig, export_model
 from layerpick.exporting.metadata import ExportMetadata
+from layerpick.healing.workspace import VECTORS_FILE
 
 logger = logging.getLogger(__name__)
 
-VECTORS_FILE = "teacher-vectors.safetensors"
 FULL_DEPTH_DIR = "teacher"
 ENCODE_BATCH = 32
 

@@ -17,6 +17,7 @@ import torch
 
 from layerpick.healing.config import HealConfig
 from layerpick.healing.loss import make_loss
+from layerpick.healing.workspace import CHECKPOINTS, last_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -43,15 +44,16 @@ def train(
     student: Any,
     texts: Sequence[str],
     vectors: torch.Tensor,
-    checkpoints: Path,
+    work: Path,
     config: HealConfig,
     device: str,
     callbacks: Sequence[Any] = (),
 ) -> TrainOutcome:
-    """Train `student` (a SentenceTransformer, changed in place) to give `vectors` for `texts`."""
+    """Train `student` (a SentenceTransformer, changed in place) to give `vectors` for `texts`, with checkpoints in
+    the work folder `work`, from its last complete checkpoint when it has one."""
+    checkpoints = work / CHECKPOINTS
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer
-    from transformers.trainer_utils import get_last_checkpoint
 
     dataset = Dataset.from_dict({TEXT_COLUMN: list(texts), "label": vectors.tolist()})
     bf16 = uses_bf16(device)
@@ -63,11 +65,11 @@ def train(
         callbacks=list(callbacks) or None,
     )
     quieten(trainer)
-    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
-    resumed = _epoch_of(Path(last)) if last else None
+    last = last_checkpoint(work)
+    resumed = _epoch_of(last) if last else None
     if last:
         logger.info("resuming from %s (epoch %s)", last, resumed)
-    trainer.train(resume_from_checkpoint=last)
+    trainer.train(resume_from_checkpoint=str(last) if last else None)
     losses = tuple(
         {"epoch": float(entry["epoch"]), "loss": float(entry["loss"])}
         for entry in trainer.state.log_history
@@ -78,8 +80,8 @@ def train(
 
 
 def quieten(trainer: Any) -> None:
-    """Without progress bars the trainer prints each log line on stdout, and its model-card callback draws a bar
-    of its own: the heal reports the losses itself, and the checkpoints need no model card."""
+    """Without progress bars the trainer prints each log line on stdout: the heal reports the losses itself. The
+    checkpoints need no model card."""
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)

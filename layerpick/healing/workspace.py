@@ -3,7 +3,8 @@ checkpoints, kept while the run is unfinished so that the same command resumes i
 
 Owns the folder's life: created on the first run, reused by a run with the same settings (`key`), started over
 when they changed, removed when the healed export is in place, and removed on a failure that left nothing worth
-resuming (no checkpoint), so bad input leaves nothing behind.
+resuming (no checkpoint, and no teacher vectors or bad input), so bad input leaves nothing behind. Owns which
+checkpoint a run resumes from: the last complete one.
 """
 
 from __future__ import annotations
@@ -20,15 +21,45 @@ logger = logging.getLogger(__name__)
 KEY_FILE = "heal-run.json"
 CHECKPOINTS = "checkpoints"
 TEXTS_FILE = "texts.sha256"
+STATE_FILE = "trainer_state.json"
+VECTORS_FILE = "teacher-vectors.safetensors"
 
 
 def work_folder(output: Path) -> Path:
     return output.parent / f".{output.name}.heal"
 
 
-def has_checkpoint(work: Path) -> bool:
+def last_checkpoint(work: Path) -> Path | None:
+    """The latest complete checkpoint (the trainer writes trainer_state.json last); a checkpoint cut short by an
+    interrupt or a full disk is removed, so the run resumes from the one before it."""
     folder = work / CHECKPOINTS
-    return folder.is_dir() and any(path.name.startswith("checkpoint-") for path in folder.iterdir())
+    found = [path for path in folder.glob("checkpoint-*") if path.is_dir()] if folder.is_dir() else []
+    complete = []
+    for path in found:
+        if (path / STATE_FILE).is_file():
+            complete.append(path)
+        else:
+            logger.warning("removing the incomplete checkpoint %s", path)
+            shutil.rmtree(path, ignore_errors=True)
+    return max(complete, key=_step, default=None)
+
+
+def has_checkpoint(work: Path) -> bool:
+    return last_checkpoint(work) is not None
+
+
+def worth_keeping(work: Path, error: BaseException) -> bool:
+    """Whether a stopped run leaves something to resume: a checkpoint, or (after an interrupt or a failure that is
+    not the user's input) the teacher's vectors."""
+    from layerpick.errors import LayerpickError
+
+    computed = (work / VECTORS_FILE).is_file() and not isinstance(error, LayerpickError)
+    return has_checkpoint(work) or computed
+
+
+def _step(path: Path) -> int:
+    tail = path.name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
 
 
 @contextmanager
@@ -45,9 +76,9 @@ def workspace(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     (work / KEY_FILE).write_text(json.dumps(key, indent=2, default=str) + "\n", encoding="utf-8")
     try:
         yield work
-    except BaseException:
-        if has_checkpoint(work):
-            logger.warning("the heal stopped; its checkpoints are kept in %s: run the same command to resume", work)
+    except BaseException as error:
+        if worth_keeping(work, error):
+            logger.warning("the heal stopped; its work is kept in %s: run the same command to resume", work)
         else:
             shutil.rmtree(work, ignore_errors=True)
             for parent in created:  # innermost first

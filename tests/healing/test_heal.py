@@ -3,7 +3,9 @@ rises on the held-out texts, an interrupted run resumes to the same result, and 
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 
 import pytest
 import torch
@@ -75,9 +77,57 @@ def test_a_resumed_heal_equals_an_uninterrupted_one(healed, tiny_dirs, tiny_conf
     output = tmp_path / "resumed"
     with pytest.raises(Interrupted):
         heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config, callbacks=[StopAfterFirstCheckpoint()])
-    assert not output.exists() and (work_folder(output) / "checkpoints" / "checkpoint-5").is_dir()
+    checkpoints = work_folder(output) / "checkpoints"
+    assert not output.exists() and (checkpoints / "checkpoint-5").is_dir()
+    shutil.copytree(checkpoints / "checkpoint-5", checkpoints / "checkpoint-10")  # one cut short: no trainer state
+    (checkpoints / "checkpoint-10" / "trainer_state.json").unlink()
     report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config)
     assert report.training["resumed_from_epoch"] == 1.0
     assert report.after == reference.after and report.training["losses"] == reference.training["losses"]
     assert torch.equal(encode(output), encode(reference_output))
     assert not work_folder(output).exists()
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_the_heal_resumes(
+    healed, tiny_dirs, heal_texts, tmp_path, monkeypatch, capsys
+):
+    """The second epoch's checkpoint is cut short by a full disk: one line, the work kept; the next run drops the
+    incomplete checkpoint, resumes from the first, and ends where an uninterrupted run ends."""
+    from transformers import Trainer
+
+    from layerpick._util import interrupt
+    from layerpick.cli import app as cli_app
+
+    reference, reference_output = healed
+    saves = {"count": 0}
+    original = Trainer._save_rng_state
+
+    def full_on_second(self, output_dir):
+        saves["count"] += 1
+        if saves["count"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(output_dir))
+        return original(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_rng_state", full_on_second)
+    output = tmp_path / "out"
+    argv = ["heal", str(tiny_dirs("llama")), "--layer", str(LAYER), "--fit-texts", str(heal_texts), "-o", str(output)]
+    interrupt.reset()
+    try:
+        code = cli_app.run([*argv, "--batch-size", "16", "--learning-rate", "0.001", "-q"])
+    finally:
+        interrupt.reset()
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("layerpick:")]
+    assert code == 1 and len(said) == 1 and said[0].startswith("layerpick: error: no space left on device")
+    checkpoints = work_folder(output) / "checkpoints"
+    assert not output.exists() and (checkpoints / "checkpoint-5" / "trainer_state.json").is_file()
+    assert not (checkpoints / "checkpoint-10").exists()  # cut short (no trainer_state.json): removed
+    monkeypatch.setattr(Trainer, "_save_rng_state", original)
+    report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config_of(heal_texts))
+    assert report.training["resumed_from_epoch"] == 1.0 and report.after == reference.after
+    assert torch.equal(encode(output), encode(reference_output))
+
+
+def tiny_config_of(heal_texts):
+    from layerpick.healing import HealConfig
+
+    return HealConfig(fit_texts=str(heal_texts), epochs=2, batch_size=16, learning_rate=1e-3, progress=False)
