@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import shutil
 
 import pytest
@@ -131,3 +132,28 @@ def tiny_config_of(heal_texts):
     from layerpick.healing import HealConfig
 
     return HealConfig(fit_texts=str(heal_texts), epochs=2, batch_size=16, learning_rate=1e-3, progress=False)
+
+
+class InterruptAtStep(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt
+
+
+def test_an_interrupt_before_the_first_checkpoint_keeps_the_teacher_vectors(
+    healed, tiny_dirs, tiny_config, tmp_path, caplog
+):
+    reference, _ = healed
+    output = tmp_path / "early"
+    with pytest.raises(KeyboardInterrupt):
+        heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config, callbacks=[InterruptAtStep(2)])
+    work = work_folder(output)
+    assert not output.exists() and (work / "teacher-vectors.safetensors").is_file()
+    assert not (work / "checkpoints").exists() or not list((work / "checkpoints").iterdir())
+    with caplog.at_level(logging.INFO, logger="layerpick.healing.teacher"):
+        report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config)
+    assert "teacher vectors read from" in caplog.text  # computed once, kept by the interrupted run
+    assert report.training["resumed_from_epoch"] is None and report.after == reference.after

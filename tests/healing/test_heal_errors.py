@@ -51,3 +51,20 @@ def test_missing_model_path(layerpick, tmp_path, heal_texts):
     code, err = layerpick("heal", tmp_path / "nope", "--layer", 1, "--fit-texts", heal_texts, "-o", tmp_path / "o")
     assert code == 1 and "model path not found" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_fit_texts(layerpick, tiny_dirs, tmp_path):
+    code, err = layerpick(
+        "heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", tmp_path / "no.txt", "-o", tmp_path / "o"
+    )
+    assert code == 1 and err == f"layerpick: error: --fit-texts: calibration file not found: {tmp_path / 'no.txt'}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_foreign_output_is_not_replaced(layerpick, tiny_dirs, tmp_path, heal_texts):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    code, err = layerpick("heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", heal_texts, "-o", out, "--overwrite")
+    assert code == 1 and "holds no earlier layerpick export" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"] and (out / "notes.txt").read_text() == "keep me"
