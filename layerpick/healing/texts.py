@@ -65,7 +65,7 @@ def prepare_texts(
     texts = sample(texts, max_texts, seed)
     train, held = split(texts.texts, held_out, seed)
     warn_if_thin(len(texts.texts), texts.source)
-    warn_if_long(texts.texts, tokenizer, max_tokens)
+    warn_if_long(texts.texts, tokenizer, max_tokens, passages)
     return HealTexts(texts, train, held, passages)
 
 
@@ -90,15 +90,20 @@ def corpus_passages(folder: Path, tokenizer, max_tokens: int) -> CalibrationSet:
 
 def split_passages(text: str, tokenizer, room: int) -> list[str]:
     """`text` cut into consecutive pieces of at most `room` tokens, at token boundaries (character offsets of a
-    fast tokenizer); a slow tokenizer keeps the text whole (the model truncates it)."""
+    fast tokenizer); a piece that tokenizes longer on its own (a word cut in two) is cut again. A slow tokenizer
+    keeps the text whole (the model truncates it)."""
     if not getattr(tokenizer, "is_fast", False):
         return [text]
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+    offsets = _offsets(text, tokenizer)
     if len(offsets) <= room:
         return [text]
-    starts = [offsets[i][0] for i in range(0, len(offsets), room)]
-    ends = [offsets[min(i + room, len(offsets)) - 1][1] for i in range(0, len(offsets), room)]
-    return [text[start:end] for start, end in zip(starts, ends)]
+    bounds = [(offsets[i][0], offsets[min(i + room, len(offsets)) - 1][1]) for i in range(0, len(offsets), room)]
+    pieces = [text[start:end] for start, end in bounds if end > start]
+    return [part for piece in pieces for part in (split_passages(piece, tokenizer, room) if piece != text else [piece])]
+
+
+def _offsets(text: str, tokenizer) -> list[tuple[int, int]]:
+    return tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
 
 
 def sample(texts: CalibrationSet, limit: int | None, seed: int) -> CalibrationSet:
@@ -136,15 +141,16 @@ def warn_if_thin(count: int, source: str) -> None:
         )
 
 
-def warn_if_long(texts: list[str], tokenizer, max_tokens: int) -> None:
+def warn_if_long(texts: list[str], tokenizer, max_tokens: int, passages: bool = False) -> None:
     """A warning naming how many texts the model will truncate (a BEIR folder is split instead)."""
     lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]]
     longer = sum(length > max_tokens for length in lengths)
     if longer:
+        hint = "" if passages else "; pass a BEIR folder (corpus.jsonl) to split documents into passages instead"
         logger.warning(
-            "%d of %d texts are longer than the model's %d tokens and are truncated in training; pass a BEIR "
-            "folder (corpus.jsonl) to split documents into passages instead",
+            "%d of %d texts are longer than the model's %d tokens and are truncated in training%s",
             longer,
             len(texts),
             max_tokens,
+            hint,
         )
