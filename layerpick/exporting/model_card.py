@@ -208,6 +208,7 @@ def _front_matter(facts: ExportFacts) -> str:
             "layerpick",
             "truncated",
             *(("model2vec", "static-embeddings") if facts.static else ()),
+            *(("healed", "distillation") if facts.heal else ()),
         )
     ]
     base = registry.hub_id(facts.model) or (facts.model if _looks_like_hub_id(facts.model) else None)
@@ -240,11 +241,12 @@ def _heal(facts: ExportFacts) -> str:
     if not heal:
         return ""
     texts, before, after = heal.get("texts", {}), heal["before"], heal["after"]
+    epochs = heal.get("training", {}).get("epochs")
     return (
         "## Healed\n\n"
         f"After the cut, the {facts.layer} layers kept were trained by `layerpick heal` to reproduce "
         f"{heal.get('teacher', {}).get('description', 'the full model')} on {texts.get('count')} unlabelled texts "
-        f"({texts.get('source')}), {heal.get('training', {}).get('epochs')} epochs: its vectors are no longer "
+        f"({texts.get('source')}), {epochs} epoch{'' if epochs == 1 else 's'}: its vectors are no longer "
         "layer K's (the parity below was measured on the cut before healing). On "
         f"{after.get('texts')} held-out texts, mean cosine to the teacher {before['cosine']:.4f} -> "
         f"{after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours {before['knn_overlap']:.4f} -> "

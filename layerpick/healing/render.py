@@ -21,11 +21,15 @@ def render_heal(report: HealReport) -> None:
     )
     loss = training.get("final_loss")
     loss_text = "-" if loss is None else f"{loss:.4g}"
+    epochs = training.get("epochs")
     console.print(
-        f"  training    {training.get('epochs')} epochs, {training.get('steps')} steps on {training.get('device')}, "
+        f"  training    {epochs} epoch{'' if epochs == 1 else 's'}, {training.get('steps')} steps on "
+        f"{training.get('device')}, "
         f"{training.get('minutes')} min"
     )
     console.print(f"  loss        {training.get('loss')}: {loss_text} at the end")
+    if training.get("resumed_from_epoch") is not None:
+        console.print(f"  resumed     from the checkpoint of epoch {training['resumed_from_epoch']:g}")
     before, after = report.before, report.after
     console.print(f"  fidelity    cosine to the teacher {before.cosine:.4f} -> {after.cosine:.4f}")
     console.print(f"              {after.k}-NN overlap {before.knn_overlap:.4f} -> {after.knn_overlap:.4f}")
