@@ -23,6 +23,7 @@ from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.models import LoadOptions, peek_num_layers, resolve_device
+from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.exporting import (
     ExportConfig,
@@ -86,6 +87,8 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
             f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K <= {top} "
             "(at K = L there is nothing to heal)"
         )
+    if config.pooling is not None:
+        check_pooling(config.pooling)
     if config.loss not in LOSSES:
         raise HealError(f"unknown loss {config.loss!r}; choose one of {', '.join(LOSSES)}")
     if config.epochs < 1 or config.batch_size < 1 or not config.learning_rate > 0:
@@ -100,7 +103,7 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
 
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
     """The settings a kept work folder must match to be resumed."""
-    keep = ("fit_texts", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss")
+    keep = ("fit_texts", "pooling", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss")
     return {
         "model": model,
         "layer": layer,
@@ -178,7 +181,7 @@ def build_cut(
     interrupted run left there."""
     folder = work / CUT_DIR
     if not (folder / "layerpick.json").is_file():
-        export = ExportConfig(layer=layer, progress=config.progress, overwrite=True)
+        export = ExportConfig(layer=layer, pooling=config.pooling, progress=config.progress, overwrite=True)
         export_model(model, layer, folder, export, load_options=load_options)
     return folder, ExportMetadata.read(folder / "layerpick.json")
 
@@ -235,7 +238,17 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
     """The command line that makes this heal again."""
     words = ["layerpick", "heal", model, "--layer", str(layer), "--output", str(output)]
     default = HealConfig()
-    for name in ("fit_texts", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss"):
+    for name in (
+        "fit_texts",
+        "pooling",
+        "epochs",
+        "learning_rate",
+        "batch_size",
+        "seed",
+        "held_out",
+        "max_texts",
+        "loss",
+    ):
         value = getattr(config, name)
         if value != getattr(default, name):
             words += [f"--{name.replace('_', '-')}", str(value)]

@@ -173,6 +173,7 @@ MAPPED: dict[str, Mapping] = {
         **fields(
             HealConfig,
             "fit_texts",
+            "pooling",
             "epochs",
             "learning_rate",
             "batch_size",

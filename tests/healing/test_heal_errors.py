@@ -11,6 +11,7 @@ from layerpick.cli import app as cli_app
 @pytest.fixture
 def layerpick(capsys):
     def run(*argv):
+        capsys.readouterr()  # what fixtures printed while they were built
         interrupt.reset()
         try:
             code = cli_app.run([str(arg) for arg in argv])
@@ -68,3 +69,20 @@ def test_a_foreign_output_is_not_replaced(layerpick, tiny_dirs, tmp_path, heal_t
     code, err = layerpick("heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", heal_texts, "-o", out, "--overwrite")
     assert code == 1 and "holds no earlier layerpick export" in err
     assert [p.name for p in tmp_path.iterdir()] == ["mine"] and (out / "notes.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--pooling", "median", "median"),
+        ("--loss", "kl", "unknown loss 'kl'"),
+        ("--held-out", "0", "--held-out must be between 0 and 1"),
+        ("--epochs", "0", "--epochs and --batch-size must be at least 1"),
+        ("--dtype", "bfloat16", "heal trains float32 weights"),
+    ],
+)
+def test_bad_settings(layerpick, tiny_dirs, tmp_path, heal_texts, option, value, message):
+    out = tmp_path / "out"
+    code, err = layerpick("heal", tiny_dirs("llama"), "-k", 1, "--fit-texts", heal_texts, "-o", out, option, value)
+    assert code == 1 and message in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
