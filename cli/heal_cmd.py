@@ -37,12 +37,12 @@ def heal(
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="AdamW's peak learning rate.")] = default(
         HealConfig, "learning_rate"
     ),
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Texts per training step.")] = default(
-        HealConfig, "batch_size"
-    ),
-    seed: Annotated[int, typer.Option(help="Seed of the held-out split, the sampling and the training.")] = default(
-        HealConfig, "seed"
-    ),
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Texts per training step.", envvar="LAYERPICK_BATCH_SIZE")
+    ] = default(HealConfig, "batch_size"),
+    seed: Annotated[
+        int, typer.Option(help="Seed of the held-out split, the sampling and the training.", envvar="LAYERPICK_SEED")
+    ] = default(HealConfig, "seed"),
     held_out: Annotated[
         float, typer.Option("--held-out", help="Share of the texts held back to measure fidelity (at least 50 texts).")
     ] = default(HealConfig, "held_out"),

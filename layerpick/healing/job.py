@@ -80,11 +80,9 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     """Every check that needs no weights: K, the settings, and the texts where no tokenizer is needed to count them."""
     if layer is None:
         raise HealError("give the layer to cut after (--layer K)")
-    num_layers = peek_num_layers(model, load_options)
-    if layer < 1 or (num_layers is not None and layer >= num_layers):
-        top = f"{num_layers - 1}" if num_layers else "L - 1"
+    if layer < 1 or layer == peek_num_layers(model, load_options):  # K > L: export says so once the model loads
         raise LayerRangeError(
-            f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K <= {top} "
+            f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K < L "
             "(at K = L there is nothing to heal)"
         )
     if config.pooling is not None:
@@ -93,9 +91,9 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
         raise HealError(f"unknown loss {config.loss!r}; choose one of {', '.join(LOSSES)}")
     if config.epochs < 1 or config.batch_size < 1 or not config.learning_rate > 0:
         raise HealError("--epochs and --batch-size must be at least 1 and --learning-rate above 0")
+    load_options.check()
     if load_options.dtype != "float32" or load_options.device_map:
         raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")
-    load_options.check()
     if not heal_texts.is_corpus_folder(config.fit_texts):
         texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts), config.max_texts, config.seed)
         heal_texts.split(texts.texts, config.held_out, config.seed)  # too few texts: refused before loading

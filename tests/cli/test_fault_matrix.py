@@ -48,6 +48,7 @@ LIBRARY_BARS = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DIS
 SELECT = "--limit 12 --metrics dime -q"
 COLLECT = "--limit 4 -q"
 EXPORT = "--layer 2 --output {ws}/cut -q"
+HEAL = "--layer 2 --output {ws}/healed -q"
 VALIDATE = "--tasks {sts} --layers 1 --output {ws}/v --store {store} -q"
 RUN = "--limit 12 --metrics dime --no-bench --output {ws}/r -q"
 STATIC = "export {random} --layer 2 --output {ws}/cut --format static"  # checked before the weights are read
@@ -137,6 +138,13 @@ ROWS: list[Row] = [
     Row("export", "no-layer-no-report", "export {random} --output {ws}/cut", USER, ["give exactly one of a layer"]),
     Row("export", "no-output", "export {tiny} --layer 2", USAGE, ["--output"]),
     Row("export", "layer-0", "export {random} --layer 0 --output {ws}/cut", USER, ["layer 0 is out of range"]),
+    *model_fault_rows("heal", HEAL),
+    Row("heal", "no-output", "heal {tiny} --layer 2", USAGE, ["--output"]),
+    Row("heal", "no-layer", "heal {random} --output {ws}/healed", USER, ["give the layer to cut after"]),
+    Row("heal", "layer-0", "heal {random} --layer 0 --output {ws}/healed", USER, ["layer 0 is out of range"]),
+    Row("heal", "layer-is-the-last", "heal {random} --layer 4 --output {ws}/healed", USER, ["nothing to heal"]),
+    Row("heal", "too-few-texts", "heal {random} -k 2 --fit-texts {blank} -o {ws}/h", USER, ["contains no texts"]),
+    Row("heal", "dtype", "heal {random} -k 2 --dtype bfloat16 -o {ws}/h", USER, ["heal trains float32 weights"]),
     Row("export", "layer-too-deep", "export {tiny} --layer 9 --output {ws}/cut -q", USER, ["out of range"]),
     Row(
         "export",

@@ -50,7 +50,7 @@ class Row(NamedTuple):
 
 # The commands that load a model: each takes a MODEL argument and the load options (`@opt.with_load_options`);
 # the matrix checks this list against the CLI, so a new one cannot be left out.
-MODEL_LOADING_COMMANDS = ("select", "collect", "export", "validate", "run")
+MODEL_LOADING_COMMANDS = ("select", "collect", "export", "heal", "validate", "run")
 TRANSFORM_COMMANDS = ("select", "validate", "export", "run")  # the ones that fit a transform (not collect)
 
 MODEL_FAULTS = (  # a broken or wrong model: every model-loading command refuses it in one line
