@@ -35,6 +35,23 @@ class TrainOutcome:
     def final_loss(self) -> float | None:
         return self.losses[-1]["loss"] if self.losses else None
 
+    def describe(self, config: HealConfig, device: str, minutes: float) -> dict[str, Any]:
+        """The `training` section of a HealReport."""
+        return {
+            "epochs": config.epochs,
+            "learning_rate": config.learning_rate,
+            "batch_size": config.batch_size,
+            "seed": config.seed,
+            "loss": config.loss,
+            "steps": self.steps,
+            "final_loss": self.final_loss,
+            "losses": list(self.losses),
+            "device": device,
+            "bf16": self.bf16,
+            "resumed_from_epoch": self.resumed_from_epoch,
+            "minutes": minutes,
+        }
+
 
 def uses_bf16(device: str) -> bool:
     return device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
