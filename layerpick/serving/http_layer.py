@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from layerpick._util.numerals import is_ascii_number
 from layerpick.serving.protocol import ApiError
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             raise ApiError(411, "send the body with a Content-Length header (chunked bodies are not supported)")
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None or not is_ascii_number(length.strip()):
             raise ApiError(411, "a Content-Length header is required")
         if int(length) > limit:
             raise ApiError(

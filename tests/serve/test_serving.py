@@ -221,6 +221,19 @@ def test_oversized_body_is_refused_before_reading(server):
     connection.close()
 
 
+@pytest.mark.parametrize("length", ["\u00b2", "1_0", "-5"])  # isdigit() takes a superscript, int() the others
+def test_a_content_length_of_odd_numerals_is_refused_as_missing(server, length):
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.putrequest("POST", "/v1/embeddings")
+    connection.putheader("Content-Length", length)
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 411
+    assert "Content-Length header is required" in json.loads(response.read())["error"]["message"]
+    connection.close()
+
+
 def test_unknown_path_is_404_and_wrong_method_405(server):
     status, payload = call(server.url, "GET", "/v2/nothing")
     assert status == 404 and "unknown path /v2/nothing" in payload["error"]["message"]

@@ -75,6 +75,7 @@ DEVICE_FAULTS = (  # a device or dtype this machine cannot give: checked before 
 TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({random}) weights are read
     Fault("transform-unknown", "--transform whitten", USER, ["unknown transform 'whitten'", "did you mean 'whiten'"]),
     Fault("transform-size-not-a-number", "--transform whiten-x", USER, ["must be a positive integer"]),
+    Fault("transform-size-odd-numeral", "--transform whiten-\u00b2", USER, ["must be a positive integer"]),
     Fault(
         "transform-above-hidden-size",
         "--transform whiten-64",
