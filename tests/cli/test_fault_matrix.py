@@ -199,7 +199,9 @@ ROWS: list[Row] = [
         ["a classifier needs at least two labels"],
     ),
     Row("validate", "layers-word", "validate {random} --tasks {sts} --layers first", USER, ["--layers must be all"]),
-    Row("validate", "layers-odd-numeral", "validate {random} --tasks {sts} --layers \u0663", USER, ["--layers must be"]),
+    Row(
+        "validate", "layers-odd-numeral", "validate {random} --tasks {sts} --layers \u0663", USER, ["--layers must be"]
+    ),
     Row(
         "validate",
         "batch-size-0",
@@ -310,7 +312,9 @@ ROWS: list[Row] = [
     ),
     Row("bench", "not-an-export", "bench {ws}/none", USER, ["not a sentence-transformers directory"]),
     Row("bench", "batch-sizes-0", "bench {export} --batch-sizes 0", USAGE, ["batch sizes must be positive"]),
-    Row("bench", "batch-sizes-odd-numeral", "bench {export} --batch-sizes 1,\u00b2", USAGE, ["comma-separated integers"]),
+    Row(
+        "bench", "batch-sizes-odd-numeral", "bench {export} --batch-sizes 1,\u00b2", USAGE, ["comma-separated integers"]
+    ),
     Row("bench", "texts-0", "bench {export} --texts 0", USER, ["--texts and --repeats must be at least 1"]),
     Row("bench", "threads-0", "bench {export} --threads 0", USAGE, ["--threads"]),
     Row("bench", "no-cuda", "bench {export} --device cuda", USER, ["CUDA is not available here"]),
