@@ -15,13 +15,13 @@ connections the kernel has already accepted on the server's behalf before the so
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from layerpick._util.finite import strict_json_dumps
 from layerpick._util.numerals import is_ascii_number
 from layerpick.serving.protocol import ApiError
 
@@ -87,7 +87,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             raise ApiError(408, "timed out reading the request body", code="timeout") from None
 
     def _send_json(self, status: int, payload: dict) -> None:
-        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        body = strict_json_dumps(payload, separators=(",", ":")).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
