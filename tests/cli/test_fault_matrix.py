@@ -137,6 +137,13 @@ ROWS: list[Row] = [
     Row("export", "no-layer-no-report", "export {random} --output {ws}/cut", USER, ["give exactly one of a layer"]),
     Row("export", "no-output", "export {tiny} --layer 2", USAGE, ["--output"]),
     Row("export", "layer-0", "export {random} --layer 0 --output {ws}/cut", USER, ["layer 0 is out of range"]),
+    Row(
+        "export",
+        "transform-auto-with-layer",
+        "export {random} --layer 1 --transform auto --output {ws}/cut",
+        USER,
+        ["--transform auto is select's choice between none and whiten-", "(--report report.json)"],
+    ),
     Row("export", "layer-too-deep", "export {tiny} --layer 9 --output {ws}/cut -q", USER, ["out of range"]),
     Row(
         "export",
