@@ -22,6 +22,10 @@ from layerpick._util.jsonl import JsonlError, json_kind, parse_objects, read_obj
 from layerpick.errors import CalibrationError
 
 EMBEDDED = "embedded"
+# What one text source may hold: `/dev/zero` or a mistyped multi-GB file would otherwise be read until memory runs
+# out. Far above a calibration or fit set (thousands of texts) and a corpus to heal on (tens of thousands).
+MAX_SOURCE_BYTES = 512 * 2**20
+MAX_SOURCE_LINES = 2_000_000
 TASK_TEXT_FIELDS = ("text", "sentence1", "sentence2", "sentences")
 
 
@@ -108,10 +112,22 @@ def _stream_key(path: Path) -> tuple[str, int, int]:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The bytes of `path`, refused in one line past MAX_SOURCE_BYTES or MAX_SOURCE_LINES (read no further)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as error:
         raise CalibrationError(f"cannot read calibration source {path}: {error.strerror or error}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise CalibrationError(
+            f"{path} holds more than {MAX_SOURCE_BYTES // 2**20} MiB, the most one text source may hold; "
+            "pass a sample of it"
+        )
+    if data.count(b"\n") > MAX_SOURCE_LINES:
+        raise CalibrationError(
+            f"{path} holds more than {MAX_SOURCE_LINES:,} lines, the most one text source may hold; pass a sample of it"
+        )
+    return data
 
 
 def _decode(data: bytes, path: Path) -> str:

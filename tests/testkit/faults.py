@@ -90,6 +90,12 @@ TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({r
     ),
     Fault("fit-texts-missing", "--transform center --fit-texts {ws}/none.txt", USER, ["--fit-texts", "not found"]),
     Fault(
+        "fit-texts-endless",
+        "--transform center --fit-texts /dev/zero",
+        USER,
+        ["--fit-texts", "/dev/zero holds more than 512 MiB, the most one text source may hold"],
+    ),
+    Fault(
         "fit-texts-text-not-a-string",
         "--transform center --fit-texts {numtext}",
         USER,
