@@ -228,6 +228,32 @@ def test_auto_exports_the_reports_choice_and_with_a_layer_is_refused_in_the_user
     assert not (tmp_path / "b").exists()
 
 
+def test_a_reports_fit_texts_are_found_from_any_folder_and_a_stream_is_refused_for_reuse(
+    source, fit_file, tmp_path, monkeypatch
+):
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    (tmp_path / "work" / "data" / "fit.txt").write_text(Path(fit_file).read_text())
+    monkeypatch.chdir(tmp_path / "work")
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce", transform="whiten-8", collect=QUIET
+    )
+    write_report(run_select(source, config=replace(config, fit_texts="data/fit.txt")), tmp_path / "select")
+    report = tmp_path / "select" / "report.json"
+    assert json.loads(report.read_text())["transform"]["fit"]["source"] == str(tmp_path / "work" / "data" / "fit.txt")
+    monkeypatch.chdir("/")  # the recorded path is absolute: found from anywhere
+    assert export_model(source, None, tmp_path / "a", ExportConfig(progress=False, report=report)).layer >= 1
+    data = json.loads(report.read_text())
+    data["transform"]["fit"]["source"] = "/dev/fd/63"  # what `--fit-texts <(cmd)` records: a pipe, read once
+    report.write_text(json.dumps(data))
+    with pytest.raises(Exception) as refused:
+        export_model(source, None, tmp_path / "b", ExportConfig(progress=False, report=report))
+    assert str(refused.value) == (
+        "the report's transform was fitted on /dev/fd/63, which cannot be read again (not a file or folder that is "
+        "still there): pass the same texts with --fit-texts"
+    )
+    assert not (tmp_path / "b").exists()
+
+
 def test_transform_requests_fail_before_loading(tmp_path, fit_file):
     few = tmp_path / "few.txt"
     few.write_text("one text\nanother text\n")
