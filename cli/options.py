@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from layerpick._util.numerals import ascii_int
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
@@ -404,10 +405,9 @@ with_select_options = _option_group(
 
 def parse_sizes(text: str, option: str) -> tuple[int, ...]:
     """A comma-separated list of positive batch sizes, or a usage error naming `option`."""
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
+    sizes = tuple(ascii_int(part.strip()) for part in text.split(",") if part.strip())
+    if None in sizes:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option)
     if not sizes or min(sizes) < 1:
         raise typer.BadParameter(f"batch sizes must be positive integers, got {text!r}", param_hint=option)
     return sizes

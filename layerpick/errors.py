@@ -38,3 +38,7 @@ class NonFiniteStatesError(LayerpickError):
 
 class ReportFormatError(LayerpickError):
     """A report file (select report.json, validation.json) that is missing, unreadable or lacks keys."""
+
+
+class ArgumentError(LayerpickError, TypeError):
+    """A Python verb's argument of a type it does not take (a number for a path, a dict for a config)."""

@@ -4,9 +4,9 @@ One argument pattern for all: what is worked on (a model, an export folder, repo
 config object (`SelectConfig`, `ValidateConfig`, `ExportConfig`, `HealConfig`, `BenchConfig`, `RunConfig`,
 `ServeConfig`; None takes its defaults), then keyword-only `load` (how a model is loaded, `LoadOptions`),
 `output` (where files go), `overwrite` (for the verbs that replace an earlier output) and `progress` (bars on
-stderr). Each
-returns the stage's typed result. The stage packages behind them are imported on first call, so importing
-`layerpick` stays cheap.
+stderr). Each returns the stage's typed result. The stage packages behind them are imported on first call, so importing
+`layerpick` stays cheap. Arguments are checked at the door (`_util.arguments`): a path may be a `str` or an
+`os.PathLike`, a list may be one item alone, and a wrong type is one `ArgumentError` before any work.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
+
+from layerpick._util.arguments import config_or_default, path_list, path_text, with_paths
 
 __all__ = ["bench", "compare", "export", "heal", "run", "select", "serve", "validate"]
 
@@ -44,17 +46,18 @@ def select(
     from layerpick.selection.config import SelectConfig
     from layerpick.selection.job import run_select, select_and_write
 
-    config = config or SelectConfig()
+    model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
+    config = _select_paths(config_or_default(config, SelectConfig, "config"))
     config = dataclasses.replace(config, collect=dataclasses.replace(config.collect, progress=progress))
     if output is None:
-        return run_select(model, load or LoadOptions(), config)
-    report, _ = select_and_write(model, load or LoadOptions(), config, Path(output))
+        return run_select(model, load, config)
+    report, _ = select_and_write(model, load, config, Path(path_text(output, "output")))
     return report
 
 
 def validate(
     model: str | None,
-    config: ValidateConfig,
+    config: ValidateConfig | None = None,
     *,
     load: LoadOptions | None = None,
     output: str | Path | None = None,
@@ -63,17 +66,26 @@ def validate(
     """Evaluate `model`'s layers (or the export in `config.exported_dir`, with `model` None) on `config.tasks`
     with MTEB's evaluators; validation.json and the plots go to `output` (None: layerpick-out/<model>/validation)."""
     from layerpick.core.models import LoadOptions
+    from layerpick.validation.config import ValidateConfig
     from layerpick.validation.run import run_validation
 
-    config = dataclasses.replace(
-        config, progress=progress, output_dir=Path(output) if output is not None else config.output_dir
+    model = None if model is None else path_text(model, "model")
+    config = with_paths(
+        config_or_default(config, ValidateConfig, "config"),
+        texts=("fit_texts",),
+        paths=("report", "output_dir", "exported_dir", "store_dir", "result_cache"),
+        text_lists=("tasks",),
+        path_lists=("task_data", "static_exports"),
     )
-    return run_validation(model, list(config.tasks), config, load_options=load or LoadOptions())
+    output_dir = Path(path_text(output, "output")) if output is not None else config.output_dir
+    config = dataclasses.replace(config, progress=progress, output_dir=output_dir)
+    load = config_or_default(load, LoadOptions, "load")
+    return run_validation(model, list(config.tasks), config, load_options=load)
 
 
 def export(
     model: str,
-    config: ExportConfig,
+    config: ExportConfig | None = None,
     *,
     load: LoadOptions | None = None,
     output: str | Path,
@@ -83,15 +95,18 @@ def export(
     """Cut `model` after block `config.layer` (or the layer `config.report` chose), save it as a
     sentence-transformers folder at `output` (ONNX or a static table per `config.format`), parity-checked."""
     from layerpick.core.models import LoadOptions
+    from layerpick.exporting.config import ExportConfig
     from layerpick.exporting.job import export_model
 
+    model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
+    config = with_paths(config_or_default(config, ExportConfig, "config"), texts=("fit_texts",), paths=("report",))
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
-    return export_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
+    return export_model(model, config.layer, Path(path_text(output, "output")), config, load_options=load)
 
 
 def heal(
     model: str,
-    config: HealConfig,
+    config: HealConfig | None = None,
     *,
     load: LoadOptions | None = None,
     output: str | Path,
@@ -102,10 +117,13 @@ def heal(
     sentence vectors; write it at `output` as an export whose layerpick.json carries the heal (fidelity before and
     after on held-out texts). An interrupted heal resumes from its last epoch when called again the same way."""
     from layerpick.core.models import LoadOptions
+    from layerpick.healing.config import HealConfig
     from layerpick.healing.job import heal_model
 
+    model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
+    config = with_paths(config_or_default(config, HealConfig, "config"), texts=("fit_texts",))
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
-    return heal_model(model, config.layer, Path(output), config, load_options=load or LoadOptions())
+    return heal_model(model, config.layer, Path(path_text(output, "output")), config, load_options=load)
 
 
 def bench(
@@ -120,9 +138,11 @@ def bench(
     from layerpick._util.atomic import write_json_atomic
     from layerpick.benchmark.run import BenchConfig, run_bench
 
-    result = run_bench(export_dir, config or BenchConfig(), progress=progress)
-    if output is not None:
-        write_json_atomic(Path(output), result.to_json())
+    export_dir, config = path_text(export_dir, "export_dir"), config_or_default(config, BenchConfig, "config")
+    target = None if output is None else Path(path_text(output, "output"))
+    result = run_bench(export_dir, config, progress=progress)
+    if target is not None:
+        write_json_atomic(target, result.to_json())
     return result
 
 
@@ -138,21 +158,33 @@ def run(
     layerpick-out/<model>/run), reusing finished stages, then write the run's report."""
     from layerpick.core.models import LoadOptions
     from layerpick._util.outputs import model_output_dir
+    from layerpick.selection.config import SelectConfig
     from layerpick.workflow.run import RunConfig, run_workflow
 
-    target = Path(output) if output is not None else model_output_dir(model) / "run"
-    return run_workflow(model, target, load or LoadOptions(), config or RunConfig(), progress=progress)
+    model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
+    config = with_paths(
+        config_or_default(config, RunConfig, "config"),
+        text_lists=("tasks",),
+        path_lists=("task_data", "static_exports"),
+    )
+    config = dataclasses.replace(config, select=_select_paths(config_or_default(config.select, SelectConfig, "select")))
+    target = Path(path_text(output, "output")) if output is not None else model_output_dir(model) / "run"
+    return run_workflow(model, target, load, config, progress=progress)
 
 
 def compare(reports: Sequence[str | Path], *, output: str | Path, overwrite: bool = False) -> Comparison:
     """Overlay several select reports and validations (files or folders) on relative depth into `output`."""
     from layerpick.comparison.run import compare_reports
 
-    return compare_reports(reports, output, overwrite=overwrite)
+    return compare_reports(list(path_list(reports, "reports")), path_text(output, "output"), overwrite=overwrite)
 
 
 def serve(export_dir: str | Path, config: ServeConfig | None = None) -> None:
     """Serve the export in `export_dir` over HTTP (OpenAI-style /v1/embeddings) until SIGTERM, SIGINT or SIGHUP."""
     from layerpick.serving.server import ServeConfig, serve as serve_forever
 
-    serve_forever(export_dir, config or ServeConfig())
+    serve_forever(path_text(export_dir, "export_dir"), config_or_default(config, ServeConfig, "config"))
+
+
+def _select_paths(config: SelectConfig) -> SelectConfig:
+    return with_paths(config, texts=("calibration", "fit_texts"))

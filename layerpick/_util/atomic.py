@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from layerpick._util import interrupt
+from layerpick._util.numerals import is_ascii_number
 
 WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
@@ -190,7 +191,7 @@ def _holder_alive(rest: str) -> bool:
     """Whether the process named in a staging name's `PID-XXXX` tail still runs (names without a process id,
     from older versions, count as alive: nobody can tell)."""
     pid = rest.split("-", 1)[0]
-    if not pid.isdigit():
+    if not is_ascii_number(pid):
         return True
     try:
         os.kill(int(pid), 0)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from layerpick.errors import LayerpickError
+from layerpick._util.numerals import is_ascii_number
 
 _held: dict[str, int] = {}  # absolute output path -> how many times this process holds it
 
@@ -78,7 +79,7 @@ def _read_holder(handle: int) -> str:
         text = os.pread(handle, 32, 0).decode(errors="replace").strip()
     except OSError:
         text = ""
-    return text if text.isdigit() else "unknown"
+    return text if is_ascii_number(text) else "unknown"
 
 
 def _same_file(handle: int, path: Path) -> bool:

@@ -13,6 +13,7 @@ a stream's lines are texts, or JSONL objects when `field` is given or its name e
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +23,10 @@ from layerpick._util.jsonl import JsonlError, json_kind, parse_objects, read_obj
 from layerpick.errors import CalibrationError
 
 EMBEDDED = "embedded"
+# What one text source may hold: `/dev/zero` or a mistyped multi-GB file would otherwise be read until memory runs
+# out. Far above a calibration or fit set (thousands of texts) and a corpus to heal on (tens of thousands).
+MAX_SOURCE_BYTES = 512 * 2**20
+MAX_SOURCE_LINES = 2_000_000
 TASK_TEXT_FIELDS = ("text", "sentence1", "sentence2", "sentences")
 
 
@@ -75,13 +80,25 @@ def _read_source(source: str | Path | None, field: str | None) -> tuple[list[str
         return data.splitlines(), EMBEDDED
     path = Path(source).expanduser()
     if path.is_dir():
-        return _read_task_folder(path), str(path)
+        return _read_task_folder(path), recorded_name(path)
     if not path.exists():
         raise CalibrationError(f"calibration file not found: {path}")
     data = read_source_bytes(path)
     if path.suffix == ".jsonl" or (field is not None and not path.is_file()):
-        return _read_jsonl_field(data, path, field or "text"), str(path)
-    return _decode(data, path).splitlines(), str(path)
+        return _read_jsonl_field(data, path, field or "text"), recorded_name(path)
+    return _decode(data, path).splitlines(), recorded_name(path)
+
+
+def recorded_name(path: Path) -> str:
+    """The name a report records for a source: a file or folder by its absolute path, so that a later command
+    finds it from any working directory; a stream (a pipe, a device) by the name it was read under."""
+    return os.path.abspath(path) if path.is_file() or path.is_dir() else str(path)
+
+
+def is_rereadable(source: str) -> bool:
+    """Whether a recorded source can be read again by a later command: a file or folder that is still there."""
+    path = Path(source)
+    return path.is_file() or path.is_dir()
 
 
 _STREAMS: dict[tuple[str, int, int], bytes] = {}  # every stream read in this process: by name and identity
@@ -108,10 +125,22 @@ def _stream_key(path: Path) -> tuple[str, int, int]:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The bytes of `path`, refused in one line past MAX_SOURCE_BYTES or MAX_SOURCE_LINES (read no further)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as error:
         raise CalibrationError(f"cannot read calibration source {path}: {error.strerror or error}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise CalibrationError(
+            f"{path} holds more than {MAX_SOURCE_BYTES // 2**20} MiB, the most one text source may hold; "
+            "pass a sample of it"
+        )
+    if data.count(b"\n") > MAX_SOURCE_LINES:
+        raise CalibrationError(
+            f"{path} holds more than {MAX_SOURCE_LINES:,} lines, the most one text source may hold; pass a sample of it"
+        )
+    return data
 
 
 def _decode(data: bytes, path: Path) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from layerpick.core.calibration import CalibrationSet, load_calibration
+from layerpick.core.calibration import CalibrationSet, is_rereadable, load_calibration
 from layerpick.core.transform import TransformError, TransformSpec
 from layerpick.errors import CalibrationError
 
@@ -36,10 +36,18 @@ def load_fit_texts(source: str | None, *, limit: int = FIT_LIMIT) -> Calibration
 
 
 def report_fit_source(report: Any) -> str | None:
-    """The fit source a select report recorded (None: the embedded set, or no report)."""
+    """The fit source a select report recorded (None: the embedded set, or no report), refused in one line when a
+    later command cannot read it again (a file moved away, a pipe): the user passes the same texts instead."""
     transform = getattr(report, "transform", None) or {}
     source = (transform.get("fit") or {}).get("source")
-    return None if source in (None, "embedded") else source
+    if source in (None, "embedded"):
+        return None
+    if not is_rereadable(source):
+        raise CalibrationError(
+            f"the report's transform was fitted on {source}, which cannot be read again (not a file or folder "
+            "that is still there): pass the same texts with --fit-texts"
+        )
+    return source
 
 
 def check_transform_representation(representation: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from layerpick._util.numerals import ascii_int
 from layerpick.errors import LayerpickError, LayerRangeError
 
 Words = Mapping[str, Callable[[], Sequence[int]]]  # a word -> the layers it stands for (may raise a one-line error)
@@ -58,7 +59,7 @@ def layer_words(text: str) -> list[str]:
 
 
 def _number(part: str, grammar: str, error: type[LayerpickError]) -> int:
-    try:
-        return int(part)
-    except ValueError:
-        raise error(f"--layers must be {grammar} (got {part!r})") from None
+    number = ascii_int(part)
+    if number is None:
+        raise error(f"--layers must be {grammar} (got {part!r})")
+    return number

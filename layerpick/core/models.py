@@ -24,6 +24,7 @@ from layerpick.core.gguf_cache import converted_gguf_dir
 from layerpick.core.hub import HubSource, hub_file, resolve_hub_id, suggestion
 from layerpick.core.load_errors import loading
 from layerpick.core.pooling import POOLING_MODES
+from layerpick._util.numerals import is_ascii_number
 from layerpick.core.st_source import (
     Pipeline,
     local_fetcher,
@@ -131,9 +132,10 @@ def parse_max_memory(text: str) -> dict[int | str, int]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, _, size = (word.strip() for word in item.partition("="))
         try:
-            if not (key.isdigit() or key in ("cpu", "mps", "disk")):
+            if not (is_ascii_number(key) or key in ("cpu", "mps", "disk")):
                 raise ValueError(key)
-            parts[int(key) if key.isdigit() else key] = convert_file_size_to_int(int(size) if size.isdigit() else size)
+            device = int(key) if is_ascii_number(key) else key
+            parts[device] = convert_file_size_to_int(int(size) if is_ascii_number(size) else size)
         except ValueError:
             raise LayerpickError(
                 f"--max-memory {text!r}: write DEVICE=SIZE pairs separated by commas, the device a "

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from layerpick._util.numerals import ascii_int
 from layerpick.errors import LayerpickError
 
 KINDS = ("none", "center", "whiten", "abtt")
@@ -102,9 +103,10 @@ def parse_transform(value: str) -> TransformSpec:
         return TransformSpec(kind, DEFAULT_ABTT if kind == "abtt" else None)
     if kind in ("none", "center"):
         raise TransformError(f"transform {kind!r} takes no size (got {value!r})")
-    if not size.isdigit() or int(size) < 1:
+    number = ascii_int(size)
+    if number is None or number < 1:
         raise TransformError(f"transform {value!r}: the size after '-' must be a positive integer")
-    return TransformSpec(kind, int(size))
+    return TransformSpec(kind, number)
 
 
 def parse_transforms(value: str | None) -> tuple[TransformSpec, ...]:

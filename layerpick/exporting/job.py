@@ -37,7 +37,7 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.core.fit_texts import expand_auto
+from layerpick.core.fit_texts import AUTO, expand_auto
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.exporting import model_card, prompted, st_layout, static, transformed
 from layerpick.exporting.onnx import step as onnx_step
@@ -164,7 +164,7 @@ def check_request(
         config.pooling,
         config.representation,
         config.prompt,
-        expand_auto(config.transform, model, load_options, config.fit_texts),
+        export_transform(config.transform, model, load_options, config.fit_texts, config.report is not None),
     )
     plan = static.table_plan(config, plan)
     fit_texts = transformed.prepare_fit_texts(
@@ -417,6 +417,27 @@ def make_plan(
     return ExportPlan(
         data.selected_layer, data.pooling, data.representation, data, str(report), chosen_prompt, chosen_transform
     )
+
+
+def export_transform(
+    value: str | None, model: str, load_options: LoadOptions, fit_source: Any, from_report: bool
+) -> str | None:
+    """The transform an export ships, with `auto` resolved in the user's words: from a report, `auto` is the
+    report's own choice (None); with --layer it resolves as select resolves it (`none` for a trained embedder)
+    and must come to one transform, else the error says that choosing between several is select's job."""
+    if value is None or value.strip().lower() != AUTO:
+        return value
+    if from_report:
+        return None
+    resolved = expand_auto(value, model, load_options, fit_source)
+    if len(parse_transforms(resolved)) > 1:
+        both = " and ".join(resolved.split(","))
+        raise ExportError(
+            f"--transform {value} is select's choice between {both}, made by scoring them; an export ships one "
+            f"transform: name it (--transform {resolved.split(',')[-1]}) or export a select report's choice "
+            "(--report report.json)"
+        )
+    return resolved
 
 
 def one_transform(value: str) -> TransformSpec:

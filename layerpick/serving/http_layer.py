@@ -15,13 +15,14 @@ connections the kernel has already accepted on the server's behalf before the so
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from layerpick._util.finite import strict_json_dumps
+from layerpick._util.numerals import is_ascii_number
 from layerpick.serving.protocol import ApiError
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             raise ApiError(411, "send the body with a Content-Length header (chunked bodies are not supported)")
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None or not is_ascii_number(length.strip()):
             raise ApiError(411, "a Content-Length header is required")
         if int(length) > limit:
             raise ApiError(
@@ -86,7 +87,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             raise ApiError(408, "timed out reading the request body", code="timeout") from None
 
     def _send_json(self, status: int, payload: dict) -> None:
-        body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        body = strict_json_dumps(payload, separators=(",", ":")).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -145,6 +145,13 @@ ROWS: list[Row] = [
     Row("heal", "layer-is-the-last", "heal {random} --layer 4 --output {ws}/healed", USER, ["nothing to heal"]),
     Row("heal", "too-few-texts", "heal {random} -k 2 --fit-texts {blank} -o {ws}/h", USER, ["contains no texts"]),
     Row("heal", "dtype", "heal {random} -k 2 --dtype bfloat16 -o {ws}/h", USER, ["heal trains float32 weights"]),
+    Row(
+        "export",
+        "transform-auto-with-layer",
+        "export {random} --layer 1 --transform auto --output {ws}/cut",
+        USER,
+        ["--transform auto is select's choice between none and whiten-", "(--report report.json)"],
+    ),
     Row("export", "layer-too-deep", "export {tiny} --layer 9 --output {ws}/cut -q", USER, ["out of range"]),
     Row(
         "export",
@@ -207,6 +214,9 @@ ROWS: list[Row] = [
         ["a classifier needs at least two labels"],
     ),
     Row("validate", "layers-word", "validate {random} --tasks {sts} --layers first", USER, ["--layers must be all"]),
+    Row(
+        "validate", "layers-odd-numeral", "validate {random} --tasks {sts} --layers \u0663", USER, ["--layers must be"]
+    ),
     Row(
         "validate",
         "batch-size-0",
@@ -317,6 +327,9 @@ ROWS: list[Row] = [
     ),
     Row("bench", "not-an-export", "bench {ws}/none", USER, ["not a sentence-transformers directory"]),
     Row("bench", "batch-sizes-0", "bench {export} --batch-sizes 0", USAGE, ["batch sizes must be positive"]),
+    Row(
+        "bench", "batch-sizes-odd-numeral", "bench {export} --batch-sizes 1,\u00b2", USAGE, ["comma-separated integers"]
+    ),
     Row("bench", "texts-0", "bench {export} --texts 0", USER, ["--texts and --repeats must be at least 1"]),
     Row("bench", "threads-0", "bench {export} --threads 0", USAGE, ["--threads"]),
     Row("bench", "no-cuda", "bench {export} --device cuda", USER, ["CUDA is not available here"]),

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from layerpick.core import calibration
 from layerpick.core.calibration import clean, load_calibration
 from layerpick.errors import CalibrationError
 from tests.testkit.paths import SHARED_DATA
@@ -138,3 +139,16 @@ def test_a_new_pipe_under_a_reused_name_is_read_afresh():
     assert second_name == first_name, "the kernel gives the lowest free fd: the same name"
     assert load_calibration(second_name).texts == ["second pipe"]
     os.close(int(second_name.rsplit("/", 1)[1]))
+
+
+def test_an_endless_or_huge_source_is_refused_after_the_cap_not_read_to_the_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(calibration, "MAX_SOURCE_BYTES", 2**20)
+    with pytest.raises(CalibrationError, match="/dev/zero holds more than 1 MiB, the most one text source may hold"):
+        load_calibration("/dev/zero")  # a device that never ends: read up to the cap, not until memory runs out
+    monkeypatch.setattr(calibration, "MAX_SOURCE_LINES", 1000)
+    lines = tmp_path / "many.txt"
+    lines.write_text("".join(f"text {i}\n" for i in range(1001)))
+    with pytest.raises(CalibrationError, match="holds more than 1,000 lines"):
+        load_calibration(lines)
+    lines.write_text("".join(f"text {i}\n" for i in range(1000)))
+    assert len(load_calibration(lines).texts) == 1000

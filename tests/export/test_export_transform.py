@@ -4,6 +4,7 @@ ships exactly the fitted map as a Dense module (torch and ONNX agree), and a rep
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +207,51 @@ def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp
         and result.onnx["mapped"]["embeddings_max_rel_diff"] <= 1e-4
     )
     assert not (out / "model.onnx").exists()  # a root model.onnx would shadow onnx/model.onnx for ST's backend
+
+
+def test_auto_exports_the_reports_choice_and_with_a_layer_is_refused_in_the_users_words(source, fit_file, tmp_path):
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce", transform="whiten-8", collect=QUIET
+    )
+    write_report(run_select(source, config=replace(config, fit_texts=fit_file)), tmp_path / "select")
+    report = tmp_path / "select" / "report.json"
+    result = export_model(
+        source, None, tmp_path / "a", ExportConfig(progress=False, report=report, transform="auto", fit_texts=fit_file)
+    )
+    assert result.transform["name"] == "whiten-8"
+    with pytest.raises(ExportError) as refused:
+        export_model(source, 1, tmp_path / "b", ExportConfig(progress=False, transform="auto", fit_texts=fit_file))
+    assert str(refused.value) == (
+        "--transform auto is select's choice between none and whiten-20, made by scoring them; an export ships one "
+        "transform: name it (--transform whiten-20) or export a select report's choice (--report report.json)"
+    )  # the tiny model's 32 dimensions and 40 fit texts allow whiten-20 (2 texts a dimension)
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_reports_fit_texts_are_found_from_any_folder_and_a_stream_is_refused_for_reuse(
+    source, fit_file, tmp_path, monkeypatch
+):
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    (tmp_path / "work" / "data" / "fit.txt").write_text(Path(fit_file).read_text())
+    monkeypatch.chdir(tmp_path / "work")
+    config = SelectConfig(
+        calibration=calibration_file(tmp_path, n=24), limit=None, metrics="infonce", transform="whiten-8", collect=QUIET
+    )
+    write_report(run_select(source, config=replace(config, fit_texts="data/fit.txt")), tmp_path / "select")
+    report = tmp_path / "select" / "report.json"
+    assert json.loads(report.read_text())["transform"]["fit"]["source"] == str(tmp_path / "work" / "data" / "fit.txt")
+    monkeypatch.chdir("/")  # the recorded path is absolute: found from anywhere
+    assert export_model(source, None, tmp_path / "a", ExportConfig(progress=False, report=report)).layer >= 1
+    data = json.loads(report.read_text())
+    data["transform"]["fit"]["source"] = "/dev/fd/63"  # what `--fit-texts <(cmd)` records: a pipe, read once
+    report.write_text(json.dumps(data))
+    with pytest.raises(Exception) as refused:
+        export_model(source, None, tmp_path / "b", ExportConfig(progress=False, report=report))
+    assert str(refused.value) == (
+        "the report's transform was fitted on /dev/fd/63, which cannot be read again (not a file or folder that is "
+        "still there): pass the same texts with --fit-texts"
+    )
+    assert not (tmp_path / "b").exists()
 
 
 def test_transform_requests_fail_before_loading(tmp_path, fit_file):

@@ -21,7 +21,7 @@ import pytest
 
 from layerpick.serving.config import ServeConfig
 from layerpick.serving.server import EmbeddingServer
-from tests.testkit.server import wait_for_url
+from tests.testkit.server import strict_json, wait_for_url
 
 CROWD = 200
 IN_FLIGHT = 60
@@ -52,7 +52,7 @@ def read_response(sock: socket.socket) -> tuple[int, dict]:
     while chunk := sock.recv(65536):
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), json.loads(body)
+    return int(head.split()[1]), strict_json(body)
 
 
 def get(host: str, port: int, path: str) -> int:

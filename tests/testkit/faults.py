@@ -75,6 +75,7 @@ DEVICE_FAULTS = (  # a device or dtype this machine cannot give: checked before 
 TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({random}) weights are read
     Fault("transform-unknown", "--transform whitten", USER, ["unknown transform 'whitten'", "did you mean 'whiten'"]),
     Fault("transform-size-not-a-number", "--transform whiten-x", USER, ["must be a positive integer"]),
+    Fault("transform-size-odd-numeral", "--transform whiten-\u00b2", USER, ["must be a positive integer"]),
     Fault(
         "transform-above-hidden-size",
         "--transform whiten-64",
@@ -88,6 +89,12 @@ TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({r
         ["whiten-8 needs at least 9 fit texts (got 3)", "--fit-texts"],
     ),
     Fault("fit-texts-missing", "--transform center --fit-texts {ws}/none.txt", USER, ["--fit-texts", "not found"]),
+    Fault(
+        "fit-texts-endless",
+        "--transform center --fit-texts /dev/zero",
+        USER,
+        ["--fit-texts", "/dev/zero holds more than 512 MiB, the most one text source may hold"],
+    ),
     Fault(
         "fit-texts-text-not-a-string",
         "--transform center --fit-texts {numtext}",

@@ -26,15 +26,24 @@ def wait_for_url(lines: queue.Queue, timeout_s: float = 120) -> str:
     raise AssertionError(f"the server did not announce its address: {''.join(seen)[-2000:]}")
 
 
+def strict_json(data: bytes | str):
+    """JSON as a strict client parses it: Python's NaN, Infinity and -Infinity are not JSON and fail the test."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"the server sent {constant}, which is not JSON")
+
+    return json.loads(data, parse_constant=refuse)
+
+
 def call(url: str, method: str, path: str, body=None, headers: dict | None = None) -> tuple[int, dict]:
-    """One request (a dict body is sent as JSON, bytes as they are); returns (status, parsed JSON body)."""
+    """One request (a dict body is sent as JSON, bytes as they are); returns (status, the body parsed strictly)."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
     try:
         connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
         response = connection.getresponse()
-        return response.status, json.loads(response.read())
+        return response.status, strict_json(response.read())
     finally:
         connection.close()
 
