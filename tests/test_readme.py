@@ -2,9 +2,11 @@
 
 1. Every `layerpick ...` command line in the code blocks of the README and of the pages under docs/ names a real
    command and real options.
-2. The bash and Python blocks marked `<!-- runnable -->` run, in order, in one scratch folder, and succeed. They
-   are the walkthrough from a fresh install to a served embedder and the Python API; `tasks/` there holds the
-   local MTEB task folders that the README tells users to materialise with `layerpick validate --materialize`.
+2. The bash and Python blocks marked `<!-- runnable -->` run and succeed, in the README's order, each group in
+   its own scratch folder: the bash walkthrough from a fresh install to a served embedder (the full tier: two
+   `layerpick run`s over all 30 layers of smollm2-135m) and the Python API on minilm-l6 (the default tier);
+   `tasks/` there holds the local MTEB task folders that the README tells users to materialise with
+   `layerpick validate --materialize`.
 The outputs pasted under those blocks come from a real run of the same commands; they are not compared
 here (timings and scores vary from machine to machine), only the commands are.
 """
@@ -81,20 +83,34 @@ def test_readme_commands_use_real_options(line):
     assert used <= options[words[0]], f"unknown options {used - options[words[0]]} in: {line}"
 
 
+def run_in_order(blocks: list[tuple[list[str], str]], folder: Path) -> None:
+    """Each block in one scratch folder, in the README's order, where `tasks/` holds the shared task folders."""
+    (folder / "tasks").mkdir()
+    for name in ("BIOSSES", "STSBenchmark"):
+        (folder / "tasks" / name).symlink_to(SHARED_DATA / name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for number, (runner, body) in enumerate(blocks):
+        done = subprocess.run([*runner, body], cwd=folder, env=env, capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, f"README block {number} failed:\n{body}\n{done.stderr[-3000:]}"
+
+
+def test_runnable_blocks_are_the_walkthrough_and_the_python_api():
+    """The two tests below run every runnable block between them: the bash walkthrough and the Python API."""
+    languages = [runner[0] for runner, _ in runnable_blocks()]
+    assert languages.count("bash") >= 2 and languages.count(sys.executable) >= 2
+    assert set(languages) == {"bash", sys.executable}
+
+
+@pytest.mark.full  # two `layerpick run`s of smollm2-135m over all 30 layers: about 20 minutes on 2 cores
+@pytest.mark.integration
+def test_the_walkthrough_blocks_succeed(tmp_path):
+    """The bash blocks, in order: run, run --max-loss, serve the first run's export, load it."""
+    run_in_order([block for block in runnable_blocks() if block[0] == BASH], tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.integration
-def test_runnable_blocks_succeed(tmp_path):
-    (tmp_path / "tasks").mkdir()
-    for name in ("BIOSSES", "STSBenchmark"):
-        (tmp_path / "tasks" / name).symlink_to(SHARED_DATA / name)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    for number, (runner, body) in enumerate(runnable_blocks()):
-        done = subprocess.run(
-            [*runner, body],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-        assert done.returncode == 0, f"README block {number} failed:\n{body}\n{done.stderr[-3000:]}"
+def test_the_python_api_blocks_succeed(tmp_path):
+    """The Python blocks, in order: every verb on minilm-l6 (select, validate on a task folder, export, bench,
+    run, compare, heal), then the "layer k" core."""
+    run_in_order([block for block in runnable_blocks() if block[0] != BASH], tmp_path)

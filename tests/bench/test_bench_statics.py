@@ -22,7 +22,7 @@ pytest.importorskip("model2vec")
 SMALL = BenchConfig(batch_sizes=(1, 3), texts=3, repeats=1, memory=False)
 
 
-@pytest.mark.slow
+@pytest.mark.full  # memory probes in 5 fresh processes (24 s); the CLI test below times statics beside cuts too
 def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
     plan = plan_cuts(str(tiny_dirs("bert")), "2", statics=tuple(statics))
     assert [peer.layer for peer in plan.statics] == [1, 3]

@@ -77,6 +77,7 @@ def test_on_a_terminal_library_bars_still_draw():
 
 
 @pytest.mark.integration
+@pytest.mark.full  # a real GGUF conversion in a cold cache (23 s); the default tier's --quiet cases use tiny models
 def test_a_gguf_conversion_under_quiet_prints_nothing(tmp_path):
     """The real case: smollm2-135m's GGUF dequantised into an empty cache, with --quiet, stderr stays empty."""
     from layerpick.core import registry

@@ -11,7 +11,8 @@ from layerpick.core import registry
 from layerpick.exporting.metadata import read_metadata
 from layerpick.healing import HealConfig, heal_model
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# The full tier: the default tier heals minilm-l6 through the README's Python API block; this pins its fidelity.
+pytestmark = [pytest.mark.integration, pytest.mark.full]
 
 
 def test_heal_minilm_at_layer_3(tmp_path):

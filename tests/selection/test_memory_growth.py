@@ -57,7 +57,7 @@ def _select_growth(texts: int, work, layers: int = LAYERS) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
+@pytest.mark.full  # how memory grows is the science's measurement (about a minute each); the full tier runs it
 def test_peak_memory_of_select_does_not_grow_with_depth_times_texts_times_tokens(tmp_path):
     few, many = _select_growth(FEW, tmp_path / "few"), _select_growth(MANY, tmp_path / "many")
     assert few["layers"] == many["layers"] == LAYERS
@@ -70,7 +70,7 @@ def test_peak_memory_of_select_does_not_grow_with_depth_times_texts_times_tokens
 SHALLOW, DEEP = 4, 24
 
 
-@pytest.mark.slow
+@pytest.mark.full  # how memory grows is the science's measurement (about a minute each); the full tier runs it
 def test_peak_memory_of_select_grows_with_depth_by_the_pooled_states_not_the_token_states(tmp_path):
     shallow = _select_growth(MANY, tmp_path / "shallow", SHALLOW)
     deep = _select_growth(MANY, tmp_path / "deep", DEEP)

@@ -52,7 +52,7 @@ def test_stsbenchmark(scores):
     assert abs(scores["STSBenchmark"] - published) <= tolerance, scores["STSBenchmark"]
 
 
-@pytest.mark.slow
+@pytest.mark.full  # the SciFact pin: a number of the science, 6 minutes; the default tier pins STS and BIOSSES
 def test_scifact(tmp_path):
     """5,183 abstracts: about 5 minutes on 2 idle cores with a cold store, seconds with a warm one."""
     score = last_layer_scores(["SciFact"], tmp_path)["SciFact"]
