@@ -15,6 +15,7 @@ def vectors(n=30, d=8, seed=0):
 def test_an_encoder_is_fully_faithful_to_itself():
     a = vectors()
     result = fidelity(a, a)
+    # default rel 1e-6: cosine of a vector with itself, computed in float64; round-off only
     assert result.cosine == pytest.approx(1.0) and result.knn_overlap == 1.0 and result.k == 10 and result.texts == 30
 
 
@@ -27,6 +28,7 @@ def test_a_rotation_keeps_the_neighbours_but_not_the_cosine():
 
 def test_a_scaled_copy_is_faithful():
     a = vectors()
+    # default rel 1e-6: scaling by 3 cancels in the float64 cosine up to round-off
     assert mean_cosine(3 * a, a) == pytest.approx(1.0) and knn_overlap(3 * a, a, 5) == 1.0
 
 
@@ -39,6 +41,7 @@ def test_neighbours_by_hand():
     assert neighbours(points, 1).flatten().tolist() == [1, 0, 3, 2]
     swapped = points[:, [1, 0]]  # the same pairs: 0-1 and 2-3 stay each other's nearest
     assert knn_overlap(points, swapped, 1) == 1.0
+    # default rel 1e-6: exact ratio 1/2 of counts; approx absorbs only its float repr
     assert knn_overlap(points, points[[1, 0, 3, 2]], 2) == pytest.approx(0.5)
 
 

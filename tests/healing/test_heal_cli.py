@@ -28,4 +28,5 @@ def test_heal_a_sentence_embedder(tiny_embedder, heal_texts, tmp_path, capsys):
     assert metadata.heal["command"].startswith(f"layerpick heal {tiny_embedder} --layer 2")
     model = SentenceTransformer(str(output), device="cpu")
     assert model.default_prompt_name == "query"
+    # atol 1e-5: unit norm of float32 vectors, float32 rounding
     assert np.allclose(np.linalg.norm(model.encode(["a text", "another one"]), axis=1), 1.0, atol=1e-5)

@@ -34,6 +34,7 @@ def test_matches_reference():
     a, b = rand(30, 6, 0), rand(30, 6, 1)
     b = a + 0.5 * b
     expected = ref_dime(a.numpy(), b.numpy(), torch_perms(30, 7, seed=3))
+    # abs 1e-10: float64 torch vs float64 NumPy eigvalsh; they differ only by round-off (~1e-13)
     assert dime(a, b, permutations=7, seed=3) == pytest.approx(expected, abs=1e-10)
 
 
@@ -53,6 +54,7 @@ def test_deterministic_for_seed():
 def test_invariant_to_row_scaling():
     a, b = rand(20, 5, 6), rand(20, 5, 7)
     scales = torch.from_numpy(np.random.default_rng(8).uniform(0.5, 4.0, size=(20, 1)))
+    # abs 1e-10: row scaling cancels in the unit-norm step, exactly up to float64 round-off
     assert dime(a * scales, b) == pytest.approx(dime(a, b), abs=1e-10)
 
 

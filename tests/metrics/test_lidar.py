@@ -39,6 +39,7 @@ def make_views(n, v, d, noise, seed):
 def test_matches_scipy_reference(shape, delta):
     views = make_views(*shape, noise=0.3, seed=shape[0])
     expected = ref_lidar(views, delta)
+    # abs 1e-7: float64 Cholesky whitening vs SciPy's generalised eigh; round-off, delta keeps S_w well-conditioned
     assert lidar(torch.from_numpy(views), delta) == pytest.approx(expected, abs=1e-7)
 
 
@@ -51,7 +52,9 @@ def test_bounded_by_log_of_rank():
 def test_identical_views_and_float32_ok():
     centres = np.random.default_rng(2).standard_normal((8, 1, 5))
     views = torch.from_numpy(np.repeat(centres, 3, axis=1))
+    # abs 1e-7 (as above): identical views make S_w = delta * I in both, the rest is float64 round-off
     assert lidar(views) == pytest.approx(ref_lidar(views.numpy(), 1e-4), abs=1e-7)
+    # abs 1e-3: loose; only checks float32 input is accepted (views rounded to float32, ~6e-8 rel)
     assert lidar(views.float()) == pytest.approx(lidar(views), abs=1e-3)
 
 

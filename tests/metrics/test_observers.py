@@ -59,6 +59,7 @@ def test_prompt_entropy_observer_matches_per_text_mean():
     feed(observer, BATCHES)
     result = observer.result()
     assert len(result) == NUM_LAYERS + 1
+    # abs 1e-12: same float64 metric per text; only the summation order of the mean differs
     assert result == pytest.approx(expected(BATCHES, prompt_entropy, 2), abs=1e-12)
     assert observer.skipped == 1
 
@@ -67,12 +68,14 @@ def test_prompt_entropy_observer_alpha():
     observer = PromptEntropyObserver(NUM_LAYERS, alpha=2.0)
     feed(observer, BATCHES)
     ref = expected(BATCHES, lambda t: prompt_entropy(t, 2.0), 2)
+    # abs 1e-12: same float64 metric per text; only the summation order of the mean differs
     assert observer.result() == pytest.approx(ref, abs=1e-12)
 
 
 def test_curvature_observer_matches_per_text_mean():
     observer = CurvatureObserver(NUM_LAYERS)
     feed(observer, BATCHES)
+    # abs 1e-12: same float64 metric per text; only the summation order of the mean differs
     assert observer.result() == pytest.approx(expected(BATCHES, curvature, 3), abs=1e-12)
     assert observer.skipped == 2
 

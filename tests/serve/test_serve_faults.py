@@ -101,6 +101,7 @@ def test_text_fault(server, model, body, status, expected):
     got, payload = embed(server.url, body)
     assert got == status, payload
     if status == 200:
+        # atol 1e-6: the same float32 model on one text alone both ways; only thread-order round-off
         np.testing.assert_allclose(vectors(payload)[0], model.encode(expected), atol=1e-6)
     else:
         assert payload == {"error": {"message": expected, "type": "invalid_request_error", "code": "invalid_input"}}
@@ -154,6 +155,7 @@ def check_poisoned_beside_good(url: str, model) -> None:
         texts = body["input"]
         if texts[0] in reference:
             assert status == 200, payload
+            # atol 1e-5: float32 MiniLM; concurrent requests are batched and padded together
             np.testing.assert_allclose(vectors(payload)[0], reference[texts[0]], atol=1e-5)
         else:
             assert status == 400, payload
@@ -197,6 +199,7 @@ def test_failed_batch_fails_only_its_failing_request(model, monkeypatch):
             assert "\n" not in payload["error"]["message"] and "internal detail" not in payload["error"]["message"]
         else:
             assert status == 200, payload
+            # atol 1e-5: float32 MiniLM; concurrent requests are batched and padded together
             np.testing.assert_allclose(vectors(payload)[0], alone[text], atol=1e-5)
     assert stats["split_batches"] == 1 and stats["failed_requests"] == 1 and stats["requests"] == len(texts) - 1
 
@@ -243,6 +246,7 @@ def test_model_field(request, model, strict, named, status):
     assert got == status, payload
     if status == 200:
         assert payload["model"] == SERVED
+        # atol 1e-6: the same float32 model on one text alone both ways; only thread-order round-off
         np.testing.assert_allclose(vectors(payload)[0], model.encode("which model answered?"), atol=1e-6)
     else:
         message = f"model {OTHER!r} is not served here: this server serves {SERVED!r}"

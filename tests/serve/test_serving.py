@@ -106,6 +106,7 @@ def test_parse_request_rejects_with_a_clear_message(body, status, words):
 def test_render_vector_cuts_and_renormalises_only_normalised_models():
     vector = np.array([3.0, 4.0, 12.0], dtype=np.float32) / 13.0
     cut = EmbeddingRequest(["x"], None, "float", 2)
+    # default rel 1e-6: the vector is float32 (eps ~6e-8); approx absorbs that rounding only
     assert render_vector(vector, cut, normalized=True) == pytest.approx([0.6, 0.8])
     assert render_vector(vector, cut, normalized=False) == pytest.approx([3 / 13, 4 / 13])
     encoded = render_vector(vector, EmbeddingRequest(["x"], None, "base64", None), normalized=True)
@@ -162,6 +163,7 @@ def test_single_string_equals_encode(server, model):
     assert status == 200
     assert payload["object"] == "list" and payload["model"] == server.model_name
     assert [item["index"] for item in payload["data"]] == [0] and payload["data"][0]["object"] == "embedding"
+    # atol 1e-6: the same float32 model on one text alone both ways; only thread-order round-off
     np.testing.assert_allclose(vectors(payload)[0], model.encode(TEXTS[0]), atol=1e-6)
 
 
@@ -169,6 +171,7 @@ def test_list_equals_encode_and_counts_tokens(server, model):
     status, payload = embed(server.url, {"input": TEXTS, "model": "my-name"})
     assert status == 200 and payload["model"] == server.model_name  # the model that answered, not the one named
     assert [item["index"] for item in payload["data"]] == list(range(len(TEXTS)))
+    # atol 1e-5: float32 MiniLM; the server batches and pads differently from encode
     np.testing.assert_allclose(vectors(payload), model.encode(TEXTS), atol=1e-5)
     encoded = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)
     tokens = sum(len(ids) for ids in encoded["input_ids"])
@@ -179,6 +182,7 @@ def test_base64_is_little_endian_float32(server, model):
     status, payload = embed(server.url, {"input": TEXTS[:2], "encoding_format": "base64"})
     assert status == 200
     decoded = np.stack([np.frombuffer(base64.b64decode(item["embedding"]), dtype="<f4") for item in payload["data"]])
+    # atol 1e-5: float32 MiniLM; the server batches and pads differently from encode
     np.testing.assert_allclose(decoded, model.encode(TEXTS[:2]), atol=1e-5)
 
 
@@ -188,7 +192,9 @@ def test_dimensions_keep_the_first_n_renormalised(server, model):
     full = model.encode(TEXTS[1])
     got = vectors(payload)[0]
     assert got.shape == (64,)
+    # atol 1e-6: one text alone both ways, then a float32 cut and renorm; float32 round-off
     np.testing.assert_allclose(got, full[:64] / np.linalg.norm(full[:64]), atol=1e-6)
+    # abs 1e-5: norm of a float32 vector of 64 entries, float32 rounding
     assert np.linalg.norm(got) == pytest.approx(1.0, abs=1e-5)
 
 
@@ -261,6 +267,7 @@ def test_concurrent_burst_is_batched_and_answered_correctly(model):
     reference = dict(zip(TEXTS, model.encode(TEXTS)))
     for texts, (status, payload) in zip(requests, answers):
         assert status == 200
+        # atol 1e-5: float32 MiniLM; requests are batched together, padding changes reduction order
         np.testing.assert_allclose(vectors(payload), np.stack([reference[t] for t in texts]), atol=1e-5)
     assert stats["requests"] == 32
     assert stats["multi_request_batches"] >= 1, stats
@@ -289,6 +296,7 @@ def test_mixed_burst_answers_every_request_and_the_server_survives(server, model
     for (body, status, words), (got, payload) in zip(mixed, answers):
         if status is None:
             assert got == 200
+            # atol 1e-5: float32 MiniLM; requests are batched together, padding changes reduction order
             np.testing.assert_allclose(vectors(payload)[0], reference[body["input"]], atol=1e-5)
         else:
             assert got == status and 400 <= got < 500
@@ -312,6 +320,7 @@ def test_serves_an_exported_directory_from_disk(tmp_path):
         status, payload = embed(running.url, {"input": TEXTS[:3]})
         health = call(running.url, "GET", "/health")[1]
     assert status == 200
+    # atol 1e-5: float32 model; the server batches and pads differently from encode
     np.testing.assert_allclose(vectors(payload), cut.encode(TEXTS[:3]), atol=1e-5)
     assert health["layerpick"]["layer"] == 3 and health["model"] == "minilm-l6-layer3"
 
