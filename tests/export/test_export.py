@@ -100,6 +100,7 @@ def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_pa
     out = tmp_path / "out"
     result = export_model(str(source), k, out, ExportConfig(progress=False))
     assert (result.layer, result.num_layers, result.pooling) == (k, LAYERS, "mean")
+    # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k, reductions in another order
     torch.testing.assert_close(
         encode(out), reference(source, k, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
@@ -121,7 +122,7 @@ def test_other_poolings(family, pooling, tiny_dir, tmp_path):
     result = export_model(str(source), 2, tmp_path / "out", ExportConfig(pooling=pooling, progress=False))
     flags = json.loads((tmp_path / "out" / "1_Pooling" / "config.json").read_text())
     assert flags[POOLING_FLAGS[pooling]] and sum(flags[f] for f in POOLING_FLAGS.values()) == 1
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k
         encode(tmp_path / "out"), reference(source, 2, pooling, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
 
@@ -130,8 +131,9 @@ def test_normalize_adds_the_module_and_unit_vectors(tiny_dir, tmp_path):
     source = tiny_dir("gpt2")
     result = export_model(str(source), 2, tmp_path / "out", ExportConfig(normalize=True, progress=False))
     embeddings = encode(tmp_path / "out")
+    # assert_close's float32 defaults (rtol 1.3e-6, atol 1e-5): unit norm, float32 rounding
     torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(len(TEXTS)))
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k
         embeddings, reference(source, 2, normalize=True, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
     types = [m["type"] for m in json.loads((tmp_path / "out" / "modules.json").read_text())]
@@ -195,7 +197,7 @@ def test_chat_template_is_removed(tiny_dir, tmp_path):
     assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
     model = SentenceTransformer(str(out), device="cpu")
     assert "message" not in model[0].modality_config
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k
         encode(out), reference(source, 2, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
     assert any("chat template" in note for note in result.notes)
@@ -245,7 +247,7 @@ def test_report_gives_layer_pooling_and_representation(tiny_dir, tmp_path):
     out = tmp_path / "out"
     result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert (result.layer, result.pooling) == (2, "lasttoken")
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k
         encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
     meta = json.loads((out / "layerpick.json").read_text())
@@ -437,6 +439,7 @@ def test_cli_export(tiny_dir, tmp_path):
     result = CliRunner().invoke(app, ["export", str(tiny_dir("mamba")), "--layer", "2", "--output", str(out), "-q"])
     assert result.exit_code == 0, result.output
     assert "first 2 of 4" in result.output and "parity" in result.output
+    # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k
     torch.testing.assert_close(encode(out), reference(tiny_dir("mamba"), 2), rtol=1e-4, atol=1e-5)
 
 
@@ -599,9 +602,10 @@ def test_prompted_export_applies_the_template_itself(family, tiny_dir, tmp_path)
     source, out = tiny_dir(family), tmp_path / "out"
     result = export_model(str(source), 2, out, ExportConfig(prompt="eol", progress=False))
     assert result.pooling == "lasttoken"
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k, prompted
         encode(out), prompted_reference(source, 2, "eol", max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
+    # allclose defaults (rtol 1e-5, atol 1e-8): the prompt moves vectors far beyond round-off
     assert not torch.allclose(encode(out), reference(source, 2, "lasttoken", max_length=result.max_seq_length))
     st_ids = SentenceTransformer(str(out), device="cpu").tokenize([TEXTS[0]])["input_ids"][0].tolist()
     assert Tokenizer.from_file(str(out / "tokenizer.json")).encode(TEXTS[0]).ids == st_ids  # the Rust reader (TEI)
@@ -628,7 +632,7 @@ def test_prompted_export_keeps_the_suffix_of_a_truncated_text(tiny_dir, tmp_path
     ids = model.tokenize(long_texts[:1])["input_ids"][0].tolist()
     suffix = tf.AutoTokenizer.from_pretrained(out).convert_ids_to_tokens(ids[-4:])
     assert len(ids) == 40 and "".join(suffix).replace("Ġ", " ").endswith("now:")
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k, prompted
         model.encode(long_texts, convert_to_tensor=True),
         prompted_reference(source, 3, "Represent <{text}> now:", max_length=40, texts=long_texts),
         rtol=1e-4,
@@ -652,7 +656,7 @@ def test_prompted_export_mean_pooling_and_report(tiny_dir, tmp_path):
     out = tmp_path / "out"
     result = export_model(str(source), None, out, ExportConfig(report=report, progress=False))
     assert result.pooling == "mean"
-    torch.testing.assert_close(
+    torch.testing.assert_close(  # rtol 1e-4, atol 1e-5: float32 cut model vs the full model's layer k, prompted
         encode(out), prompted_reference(source, 2, "sum", "mean", result.max_seq_length), rtol=1e-4, atol=1e-5
     )
     assert json.loads((out / "layerpick.json").read_text())["prompt"]["name"] == "sum"

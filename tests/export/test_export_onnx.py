@@ -109,9 +109,11 @@ def test_graph_reproduces_the_torch_export_and_layer_k(exported, sources):
     graph = OnnxEncoder(exported)
     want = torch_export.encode(TEXTS, batch_size=2)
     got = graph.encode(TEXTS, batch_size=2)
+    # relative 1e-4: ONNX Runtime's float32 graph (fused, reordered ops) vs torch
     assert got.shape == want.shape and relative_diff(got, want) <= 1e-4
     tokens = torch_export.encode(TEXTS, output_value="token_embeddings", batch_size=2)
     for want_tokens, got_tokens in zip(tokens, graph.token_embeddings(TEXTS, batch_size=2)):
+        # relative 1e-4: ONNX Runtime's float32 graph (fused, reordered ops) vs torch
         assert relative_diff(got_tokens, want_tokens.numpy()) <= 1e-4
     family = "llama" if "llama" in str(exported) else "bert"
     metadata = json.loads((exported / "layerpick.json").read_text())
@@ -122,6 +124,7 @@ def test_graph_reproduces_the_torch_export_and_layer_k(exported, sources):
     ).layer(LAYER)
     if metadata["normalize"]:
         states = torch.nn.functional.normalize(states, dim=-1)
+    # relative 1e-4: ONNX Runtime's float32 graph vs the full torch model's layer K
     assert relative_diff(got, states.numpy()) <= 1e-4  # the graph is layer K of the full model
 
 
@@ -129,6 +132,7 @@ def test_one_text_and_batch_sizes_give_the_same_vectors(llama_export):
     graph = OnnxEncoder(llama_export)
     together = graph.encode(TEXTS, batch_size=len(TEXTS))
     alone = np.stack([graph.encode(text) for text in TEXTS])
+    # relative 1e-5: the same float32 graph; batching pads and changes reduction shapes
     assert relative_diff(alone, together) <= 1e-5
     assert graph.encode(TEXTS[0], convert_to_tensor=True).shape == (32,)
 
@@ -166,6 +170,7 @@ def test_int8_graph_is_smaller_and_close_to_the_float_graph(llama_export):
     float_graph, int8_graph = OnnxEncoder(llama_export), OnnxEncoder(llama_export, INT8_FILE)
     cosines = onnx_step.cosine_rows(float_graph.encode(TEXTS), int8_graph.encode(TEXTS))
     assert min(cosines) >= TINY_INT8_MIN_COSINE
+    # atol 1e-6 (rtol default 1e-5): int8 weights move vectors far beyond float32 round-off
     assert not np.allclose(float_graph.encode(TEXTS), int8_graph.encode(TEXTS), atol=1e-6)  # really quantised
     initializers = {t.data_type for t in onnx.load(str(llama_export / INT8_FILE)).graph.initializer}
     assert onnx.TensorProto.INT8 in initializers
@@ -290,6 +295,7 @@ def test_bench_times_the_graph_against_the_full_torch_model(llama_export, source
     assert result.exported.parameters == sum(p.numel() for p in SentenceTransformer(str(llama_export)).parameters())
     for row in result.rows:
         assert row.exported.texts_per_s > 0 and row.exported.peak_memory_bytes is not None
+        # default rel 1e-6: the ratio is the same division of the same floats; repr only
         assert row.throughput_ratio == pytest.approx(row.exported.texts_per_s / row.baseline.texts_per_s)
     assert any("onnx-int8" in note for note in result.notes)
 
@@ -315,6 +321,7 @@ def test_serve_answers_with_the_graph(llama_export):
         with urllib.request.urlopen(f"{running.url}/health") as response:
             health = json.loads(response.read())
     vectors = np.array([item["embedding"] for item in answer["data"]])
+    # relative 1e-6: the same float32 graph both ways; JSON carries float32 exactly
     assert relative_diff(vectors, OnnxEncoder(llama_export).encode(TEXTS[:3])) <= 1e-6
     assert health["backend"] == "onnx" and answer["usage"]["prompt_tokens"] > 0
     with pytest.raises(ServeError, match="unknown backend"):
@@ -415,7 +422,9 @@ def test_parity_check_measures_relative_to_the_largest_value():
     reference = _Fixed(tokens, sentences)
     close = _Fixed([tokens[0] + np.float32(9e-4)], sentences + np.float32(4e-4))  # 9e-5 of 10, 8e-5 of 5
     facts = onnx_step.check_parity(reference, close, ["x"])
+    # rel 1e-3: adding float32(9e-4) to values ~10 rounds by up to half a float32 ulp there (4.8e-7), 5e-4 of 9e-4
     assert facts["token_states_max_rel_diff"] == pytest.approx(9e-5, rel=1e-3)
+    # rel 1e-3 (as above): half an ulp at ~5 is 2.4e-7, 6e-4 of the 4e-4 added
     assert facts["embeddings_max_rel_diff"] == pytest.approx(8e-5, rel=1e-3)
     far = _Fixed(tokens, sentences + np.float32(6e-4))  # 1.2e-4 of 5
     with pytest.raises(onnx_step.OnnxParityError, match="differs from the torch export by 0.00012"):

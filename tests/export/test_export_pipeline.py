@@ -111,8 +111,11 @@ def test_exported_at_the_last_layer_it_is_the_same_embedder(source, tmp_path):
     result = export_model(str(source), LAYERS, out, ExportConfig(progress=False))
     assert result.normalize and result.max_seq_length == 24
     assert pipeline_files(out) == EXPECTED
+    # atol 1e-5: float32 cut at the last layer vs the source; same weights, other code path
     np.testing.assert_allclose(encode(out), encode(source), atol=1e-5)  # default prompt, lower-casing, unit length
+    # atol 1e-5 (as above), with the "passage" prompt
     np.testing.assert_allclose(encode(out, prompt_name="passage"), encode(source, prompt_name="passage"), atol=1e-5)
+    # atol 1e-5: unit norm of float32 vectors, float32 rounding
     np.testing.assert_allclose(np.linalg.norm(encode(out), axis=1), 1.0, atol=1e-5)
     metadata = json.loads((out / "layerpick.json").read_text())
     assert metadata["source_pipeline"]["default_prompt_name"] == "query" and metadata["device"] == "cpu"
@@ -161,6 +164,7 @@ def test_by_hub_id_from_the_offline_cache_the_pipeline_is_the_same(source, tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert pipeline_files(out) == EXPECTED
+    # atol 1e-5: float32 cut at the last layer vs the source; same weights, other code path
     np.testing.assert_allclose(encode(out), encode(source), atol=1e-5)
 
 
@@ -184,6 +188,7 @@ def test_validation_scores_the_embedder_that_export_ships(source, tmp_path):
     ).report.to_json()
     assert layers["normalize"] is True and layers["max_length"] == 24
     name = task.name
+    # abs 1e-5: scores are rounded to 6 decimals; float32 export vs layer K moves them by less
     assert layers["tasks"][name]["main_score_by_layer"][LAYERS] == pytest.approx(
         exported["tasks"][name]["main_score_by_layer"][LAYERS], abs=1e-5
     )
@@ -221,4 +226,5 @@ def test_minilm_exported_at_layer_6_is_all_minilm_l6_v2(named_by, tmp_path):
         assert done.returncode == 0, done.stderr
     files = pipeline_files(out)
     assert files["modules"] == ["Transformer", "Pooling", "Normalize"] and files["max_seq_length"] == 256
+    # atol 1e-5: float32 cut at the last layer vs the original; same weights, other code path
     np.testing.assert_allclose(encode(out), encode(original), atol=1e-5)

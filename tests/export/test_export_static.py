@@ -89,6 +89,7 @@ def test_model2vec_and_sentence_transformers_load_it_and_agree(exported):
     assert type(encoder[0]).__name__ == "StaticEmbedding"
     theirs = encoder.encode(texts, convert_to_numpy=True)
     assert ours.shape == theirs.shape and ours.shape[0] == len(texts)
+    # abs 1e-5: two readers of one float32 table, mean-pooled in another order
     assert np.abs(ours - theirs).max() <= 1e-5  # the long text too: neither reader truncates
 
 
@@ -118,6 +119,7 @@ def test_the_table_is_model2vecs_distillation_of_the_cut_model(bert_static):
     expected = distill_from_model(cut, make_tokenizer("bert"), device="cpu", pca_dims=DIMS, quantize_to="float32")
     got = StaticModel.from_pretrained(str(bert_static))
     assert got.tokens == expected.tokens
+    # rtol 1e-5, atol 1e-6: model2vec's float32 distillation of the same cut model, run twice; round-off only
     np.testing.assert_allclose(got.embedding, expected.embedding, rtol=1e-5, atol=1e-6)
 
 
@@ -132,6 +134,7 @@ def test_layerpick_json_records_the_table_its_distillation_and_its_cosine(bert_s
     assert table["distill_seconds"] > 0 and table["max_length"] is None and table["normalize"] is False
     parity = table["parity"]
     assert parity["texts"] == len(DEFAULT_PARITY_TEXTS) == len(parity["cosine_to_cut"])
+    # abs 1e-6: cosine_to_cut is rounded to 6 decimals, min_cosine is not
     assert parity["min_cosine"] == pytest.approx(min(parity["cosine_to_cut"]), abs=1e-6)
     assert -1 <= parity["min_cosine"] <= parity["mean_cosine"] < 0.999 and parity["refused_below"] is None
     assert meta["parity"]["passed"] and meta["layer"] == LAYER  # the torch cut it was distilled from was proven
@@ -160,6 +163,7 @@ def test_cosine_to_the_cut_is_one_where_a_text_is_one_token(family, pooling, tin
         ),
     )
     cosines = result.static["parity"]["cosine_to_cut"]
+    # abs 1e-5: float32 table through the PCA vs the cut model; cosines rounded to 6 decimals
     assert cosines[:2] == pytest.approx([1.0, 1.0], abs=1e-5)
     assert cosines[2] < 0.999
 
@@ -171,6 +175,7 @@ def test_the_cli_renders_the_table_and_writes_normalize(llama_cli):
     modules = json.loads((out / "modules.json").read_text())
     assert [entry["type"].rsplit(".", 1)[-1] for entry in modules] == ["StaticEmbedding", "Normalize"]
     vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
+    # rtol 1e-5: unit norm of float32 vectors, float32 rounding
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     table = metadata(out)["static"]
     assert (table["pca_dims"], table["token_pooling"]) == (32, "last")  # the hidden size: below model2vec's 256
@@ -370,6 +375,7 @@ def test_the_pca_map_takes_rows_to_their_scores():
     scores = (rows - rows.mean(axis=0)) @ basis
     mapping = static.pca_map(rows, scores)
     probe = rng.normal(size=(3, 6))
+    # atol 1e-4: the scores were centred in float32 (rows ~3, eps ~2e-7); the fitted map carries that
     np.testing.assert_allclose(
         np.hstack([probe, np.ones((3, 1))]) @ mapping, (probe - rows.mean(axis=0)) @ basis, atol=1e-4
     )
@@ -397,7 +403,9 @@ def test_minilm_static_export_loads_in_both_readers(tmp_path):
     texts = list(DEFAULT_PARITY_TEXTS)
     ours = StaticModel.from_pretrained(str(out)).encode(texts)
     theirs = SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_numpy=True)
+    # abs 1e-5: two readers of one float32 table, mean-pooled in another order
     assert ours.shape == (len(texts), 128) and np.abs(ours - theirs).max() <= 1e-5
     assert parity["texts"] == len(texts) and -1 <= parity["min_cosine"] <= parity["mean_cosine"] <= 1
     similar = torch.nn.functional.cosine_similarity(torch.tensor(ours[:1]), torch.tensor(ours), dim=-1)
+    # abs 1e-5: float32 cosine of a vector with itself
     assert similar[0] == pytest.approx(1.0, abs=1e-5) and (similar[1:] < 0.999).all()  # not one vector for all

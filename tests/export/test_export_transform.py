@@ -66,6 +66,7 @@ def test_the_dense_module_holds_exactly_the_fitted_map(source, fit_file, tmp_pat
     }
     encoded = SentenceTransformer(str(out), device="cpu").encode(TEXTS, convert_to_numpy=True)
     scored = expected.apply(layer_states(source, TEXTS).double().numpy())
+    # 1e-4 of the scale: float32 encode and Dense vs the float64 affine map on the layer states
     assert np.abs(encoded - scored).max() <= 1e-4 * np.abs(scored).max()
     document = json.loads((out / "layerpick.json").read_text())["transform"]
     assert (
@@ -83,6 +84,7 @@ def test_normalize_follows_the_dense_module(source, fit_file, tmp_path):
     modules = [entry["path"] for entry in json.loads((out / "modules.json").read_text())]
     assert modules == ["", "1_Pooling", "2_Dense", "3_Normalize"]
     vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
+    # atol 1e-5: unit norm of float32 vectors, float32 rounding
     assert vectors.shape == (4, 8) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
@@ -182,6 +184,7 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
     exported = run_validation(
         None, [str(folder)], ValidateConfig(exported_dir=tmp_path / "cut", output_dir=tmp_path / "v2", **common)
     ).report.to_json()
+    # abs 1e-4: float32 Dense in the export vs the float64 map; moves the mean score by less
     assert exported["mean_by_layer"][LAYER] == pytest.approx(layers["mean_by_layer"][LAYER], abs=1e-4)
 
 
@@ -200,10 +203,13 @@ def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp
     mapped = OnnxEncoder(out, "onnx/model_mapped.onnx", apply_dense=False).encode(TEXTS)  # the map inside the graph
     scale = np.abs(torch_vectors).max()
     assert with_dense.shape == mapped.shape == (4, 8)
+    # 1e-4 of the scale: ONNX Runtime's float32 graph and Dense vs torch's
     assert np.abs(with_dense - torch_vectors).max() <= 1e-4 * scale
+    # 1e-4 of the scale (as above), the map inside the graph
     assert np.abs(mapped - torch_vectors).max() <= 1e-4 * scale
     assert (
         result.onnx["mapped"]["file"] == "onnx/model_mapped.onnx"
+        # relative 1e-4: ONNX Runtime's float32 graph vs torch, the export's own parity check
         and result.onnx["mapped"]["embeddings_max_rel_diff"] <= 1e-4
     )
     assert not (out / "model.onnx").exists()  # a root model.onnx would shadow onnx/model.onnx for ST's backend
@@ -286,6 +292,7 @@ def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost
     want = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
     for backend in ("torch", "onnx"):
         got = load_encoder(out, "cpu", backend).encode(TEXTS)
+        # 1e-4 of the scale: torch and ONNX Runtime float32 backends vs SentenceTransformer
         assert got.shape == (4, 8) and np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
     result = run_bench(out, BenchConfig(texts=8, repeats=1, memory=False, batch_sizes=(1, 4)))
     assert result.transform["name"] == "whiten-8" and result.transform["output_dim"] == 8
@@ -380,7 +387,9 @@ def test_the_parity_tolerance_follows_the_dense_modules_working_scale():
     outputs = torch.as_tensor(affine.apply(vectors))
     sums = np.abs(vectors) @ np.abs(affine.weight).T + np.abs(affine.bias)  # (N, out), by hand
     scale = working_scale(fitted, states, unit=False)
+    # default rel 1e-6: the same float64 sums computed another way; summation order only
     assert scale == pytest.approx(sums.max()) and scale > 50 * outputs.abs().max().item()
     unit_scale = working_scale(fitted, states, unit=True)
+    # default rel 1e-6: the same float64 sums computed another way; summation order only
     assert unit_scale == pytest.approx((sums / outputs.norm(dim=-1, keepdim=True).numpy()).max())
     assert working_scale(None, states, unit=False) == 0.0
