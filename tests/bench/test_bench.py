@@ -100,8 +100,11 @@ def test_summarise_uses_full_batches_for_latency_and_all_texts_for_throughput():
     batches = [["a", "b"], ["c", "d"], ["e"]]
     measured = summarise([[0.1, 0.3, 0.05], [0.2, 0.2, 0.1]], batches)
     assert measured.repeat_seconds == [0.45, 0.5]
+    # default rel 1e-6: the same float64 arithmetic on exact inputs; repr only
     assert measured.texts_per_s == pytest.approx((5 / 0.45 + 5 / 0.5) / 2)
+    # default rel 1e-6: an exact median of whole milliseconds; repr of seconds * 1000 only
     assert measured.latency_median_ms == pytest.approx(200.0)
+    # default rel 1e-6: linear interpolation in float64; repr only
     assert measured.latency_p90_ms == pytest.approx(270.0)  # numpy's linear percentile of 100, 200, 200, 300
 
 

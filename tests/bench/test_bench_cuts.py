@@ -57,6 +57,7 @@ def test_a_cut_directory_is_the_model_cut_after_k_blocks(tmp_path):
     surgery.truncate_(reference[0].auto_model, 3)
     loaded = SentenceTransformer(str(cut), device="cpu")
     assert len(loaded[0].auto_model.encoder.layer) == 3
+    # allclose defaults (rtol 1e-5, atol 1e-8): the same float32 weights and ops, loaded two ways
     assert torch.allclose(loaded.encode(texts, convert_to_tensor=True), reference.encode(texts, convert_to_tensor=True))
 
 
@@ -66,7 +67,9 @@ def test_cuts_of_a_model_against_its_full_model(tmp_path):
     assert result.layers == [2, 4] and result.num_layers == 6
     assert [(r.layer, r.batch_size) for r in result.rows] == [(2, 1), (2, 2), (4, 1), (4, 2)]
     row = result.row(2, 2)
+    # default rel 1e-6: the ratio is the same division of the same floats; repr only
     assert row.measured_speedup == pytest.approx(row.texts_per_s / row.full_texts_per_s)
+    # rel 0.01: the embeddings' and final norm's compute sit in both sides, so it is just under 3
     assert row.ideal_speedup == pytest.approx(3.0, rel=0.01)  # 6 identical blocks, cut after 2
     assert row.validated_score == 0.55 and result.full_validated_score == 0.64
     assert row.params_kept < result.params_full
@@ -92,6 +95,7 @@ def test_frontier_layers_of_an_export_with_memory(tmp_path):
     result = run_cuts(plan, BenchConfig(batch_sizes=(2,), texts=3, repeats=1, memory=True, threads=1))
     row = result.row(4, 2)
     assert row.peak_memory_bytes > 0 and result.full_peak_memory_bytes[2] > 0
+    # default rel 1e-6: the ratio is the same division of the same integers; repr only
     assert row.memory_ratio == pytest.approx(row.peak_memory_bytes / result.full_peak_memory_bytes[2])
 
 

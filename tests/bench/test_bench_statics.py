@@ -36,6 +36,7 @@ def test_static_exports_are_timed_beside_the_cuts(tiny_dirs, statics, tmp_path):
     ]
     for row in result.statics:
         assert row.texts_per_s > 0 and row.full_texts_per_s > 0 and row.latency_median_ms > 0
+        # default rel 1e-6: the ratio is the same division of the same floats; repr only
         assert row.measured_speedup == pytest.approx(row.texts_per_s / row.full_texts_per_s)
         assert row.peak_memory_bytes > 0 and row.memory_ratio > 0
         assert row.size_bytes == size_on_disk(Path(row.path)) > 0

@@ -97,15 +97,22 @@ def test_table_relative_depth_and_gains(three_models, tmp_path):
     rows = {row["label"]: row for row in result.report.table}
     assert list(rows) == ["org/small", "base@step1000", "large-alias"]
     s, b, g = rows["org/small"], rows["base@step1000"], rows["large-alias"]
+    # default rel 1e-6: 3 / 6 is exact; approx absorbs the repr only
     assert (s["num_layers"], s["selected_layer"], s["selected_depth"]) == (6, 3, pytest.approx(0.5))
+    # default rel 1e-6: scores copied from the fixture's JSON; repr only
     assert s["selected_score"] == pytest.approx(0.7) and s["last_score"] == pytest.approx(0.62)
+    # default rel 1e-6: exact depth and a score copied from the fixture; repr only
     assert s["best_layer"] == 3 and s["best_depth"] == pytest.approx(0.5) and s["best_score"] == pytest.approx(0.7)
+    # default rel 1e-6 (approx(0.0): abs 1e-12): 0.7 - 0.62 in float64 is 0.0799...96; 0.7 - 0.7 is 0
     assert s["gain_over_last"] == pytest.approx(0.08) and s["gap_to_best"] == pytest.approx(0.0)
+    # default rel 1e-6: 4 / 12 and 0.62 - 0.6 in float64; repr only
     assert b["selected_depth"] == pytest.approx(4 / 12) and b["gain_over_last"] == pytest.approx(0.02)
     assert b["best_layer"] == 4 and b["revision"] == "step1000" and b["validated"]
+    # default rel 1e-6: 12 / 30 in float64; repr only
     assert g["selected_depth"] == pytest.approx(0.4) and not g["validated"]
     assert g["selected_score"] is None and g["gain_over_last"] is None and g["best_layer"] is None
     models = {m["label"]: m for m in result.report.models}
+    # default rel 1e-6: 12 / 30 in float64; repr only
     assert models["large-alias"]["depth"][12] == pytest.approx(0.4) and len(models["large-alias"]["depth"]) == 31
     assert models["org/small"]["validation"].endswith("validation.json") and models["org/small"]["tasks"] == ["A", "B"]
     assert result.report.metrics == {"dataset-entropy": "max", "dime": "min"}
@@ -160,6 +167,7 @@ def test_validation_only_and_same_folder_files(tmp_path):
     assert entry.select is None and entry.selected_layer is None and entry.rule is None
     result = compare_reports([folder], tmp_path / "cmp")
     row = result.report.table[0]
+    # default rel 1e-6: a score copied from the fixture's JSON; repr only
     assert row["best_layer"] == 2 and row["last_score"] == pytest.approx(0.4) and row["gain_over_last"] is None
     assert result.report.plots == ["mean-task-score.png"]
 
@@ -443,6 +451,7 @@ def test_real_tiny_selects(tiny_dirs, tmp_path):
     rows = result.report.table
     assert len(rows) == 2 and len({row["label"] for row in rows}) == 2
     for row in rows:
+        # default rel 1e-6: the same float64 division; repr only
         assert row["num_layers"] == 4 and row["selected_depth"] == pytest.approx(row["selected_layer"] / 4)
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
         "compare.json",

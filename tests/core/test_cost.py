@@ -29,7 +29,7 @@ def test_params_kept_is_the_cut_models_parameter_count(family):
 def test_speedup_is_one_at_the_last_layer_and_grows_towards_the_embeddings(family):
     costs = layer_costs(tiny.make_model(family))
     speedup = costs.ideal_speedup
-    assert speedup[-1] == pytest.approx(1.0)
+    assert speedup[-1] == pytest.approx(1.0)  # default rel 1e-6: full / full is exactly 1.0
     assert all(a > b for a, b in zip(speedup, speedup[1:]))
     # identical blocks: close to L/k, a little below because the embeddings cost something
     for k in range(1, tiny.LAYERS + 1):
@@ -50,7 +50,9 @@ def test_llama_against_a_hand_count():
     block = 2 * matrices + norms + attention
     embeddings = 32 + 32  # one row added per token, the final norm
     costs = layer_costs(tiny.make_model("llama"))
+    # default rel 1e-6: whole-number flops summed in float64; exact, approx absorbs summation order only
     assert costs.flops_per_token == pytest.approx(tuple(embeddings + k * block for k in range(5)))
+    # default rel 1e-6: a ratio of whole-number flops; float64 repr only
     assert costs.ideal_speedup[1] == pytest.approx((embeddings + 4 * block) / (embeddings + block))
 
 
@@ -62,6 +64,7 @@ def test_bert_against_a_hand_count():
     block = 2 * matrices + one_dim + 4 * 32 * DEFAULT_SEQ_LENGTH
     embeddings = 3 * 32 + 2 * 32
     costs = layer_costs(tiny.make_model("bert"))
+    # default rel 1e-6: whole-number flops summed in float64; exact, approx absorbs summation order only
     assert costs.flops_per_token == pytest.approx(tuple(embeddings + k * block for k in range(5)))
 
 
@@ -77,8 +80,10 @@ def test_sliding_windows_cap_the_attention_term():
     mistral = layer_costs(tiny.make_model("mistral"), seq_length=4096)
     llama = layer_costs(tiny.make_model("llama"), seq_length=4096)
     assert mistral.flops_per_token[-1] < llama.flops_per_token[-1] / 5
+    # default rel 1e-6: an exact fraction computed in float64; repr only
     assert attended_keys(4096, causal=True, window=4) == pytest.approx((1 + 2 + 3 + 4 + 4092 * 4) / 4096)
     assert attended_keys(10, causal=False, window=None) == 10
+    # default rel 1e-6: (3 * 4 / 2) / 3 is exactly 2.0
     assert attended_keys(3, causal=True, window=None) == pytest.approx(2.0)
 
 
@@ -87,8 +92,10 @@ def test_gemma_layer_types_choose_the_window_per_layer():
     config.layer_types = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
     costs = layer_costs_for_config(config, seq_length=1024)
     steps = [b - a for a, b in zip(costs.flops_per_token, costs.flops_per_token[1:])]
+    # default rel 1e-6: equal layer types give equal steps; float64 summation order only
     assert steps[0] == pytest.approx(steps[2]) and steps[1] == pytest.approx(steps[3])
     full, window = attended_keys(1024, True, None), attended_keys(1024, True, 4)
+    # default rel 1e-6: differences of float64 sums of ~1e5; round-off ~1e-11, far below 1e-6 of the step
     assert steps[1] - steps[0] == pytest.approx(4 * 4 * 8 * (full - window))  # 4 heads of 8
 
 
@@ -98,4 +105,5 @@ def test_json_round_trip():
     assert data["ideal_speedup"][-1] == 1.0 and data["seq_length"] == DEFAULT_SEQ_LENGTH
     again = LayerCosts.from_json(data)
     assert again.params_kept == costs.params_kept
+    # rel 1e-6: the tiny gpt2's flops are whole numbers, so the JSON's 0.1 rounding is exact; repr only
     assert again.ideal_speedup == pytest.approx(costs.ideal_speedup, rel=1e-6)

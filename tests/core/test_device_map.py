@@ -43,6 +43,7 @@ def test_split_model_collects_the_same_layers(tiny_dirs, family):
     whole = collect(load_model(directory, UNSPLIT), TEXTS, config).pooled
     parted = collect(split, TEXTS, config).pooled
     assert parted.shape == whole.shape
+    # 1e-6: the split model runs the same float32 ops in the same order; only where weights live differs
     assert (parted - whole).abs().max().item() <= 1e-6
 
 
@@ -51,11 +52,13 @@ def test_split_model_exports_the_same_vectors(tiny_dirs, tmp_path):
     options = split_options(directory)
     whole = export_model(directory, 3, tmp_path / "whole", ExportConfig(progress=False), load_options=UNSPLIT)
     parted = export_model(directory, 3, tmp_path / "parted", ExportConfig(progress=False), load_options=options)
+    # 1e-6: the split model runs the same float32 ops in the same order; only where weights live differs
     assert parted.parity_max_abs_diff <= 1e-6
     vectors = [
         SentenceTransformer(str(result.output), device="cpu").encode(TEXTS, convert_to_tensor=True)
         for result in (whole, parted)
     ]
+    # 1e-6: both exports hold the same float32 weights; the same ops give (near) equal vectors
     assert (vectors[0] - vectors[1]).abs().max().item() <= 1e-6
     card = json.loads((tmp_path / "parted" / "layerpick.json").read_text())
     assert f"--device-map auto --max-memory {options.max_memory}" in card["command"]

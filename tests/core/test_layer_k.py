@@ -41,6 +41,7 @@ def test_collected_layer_equals_cut_model(family, pooling):
     assert states.pooled.shape == (LAYERS + 1, len(TEXTS), 32)
     for k in range(LAYERS + 1):
         expected = cut_output(loaded, k, TEXTS, pooling)
+        # rtol 1e-4, atol 1e-5: float32; collect pads in batches of 2, the cut model all texts at once
         torch.testing.assert_close(states.layer(k), expected, rtol=1e-4, atol=1e-5)
 
 
@@ -63,6 +64,7 @@ def test_padding_is_exact(family):
     loaded = make_loaded(family)
     batched = collect(loaded, TEXTS, CollectConfig(batch_size=5, progress=False))
     single = collect(loaded, TEXTS, CollectConfig(batch_size=1, progress=False))
+    # rtol 1e-4, atol 1e-5: float32; batches of 5 vs 1 pad differently, so reductions differ by round-off
     torch.testing.assert_close(batched.pooled, single.pooled, rtol=1e-4, atol=1e-5)
 
 
@@ -75,8 +77,11 @@ def test_raw_representation_is_the_residual_stream_without_final_norm():
         hidden = loaded.model(**encoded, output_hidden_states=True).hidden_states
     mask = encoded["attention_mask"].bool()
     for k in range(LAYERS):  # transformers' hidden_states[k] is the raw stream below the last layer
+        # rtol 1e-4, atol 1e-5: float32; collect's pooling of the same forward pass vs pool() here
         torch.testing.assert_close(raw.pooled[k], pool(hidden[k], mask, "mean"), rtol=1e-4, atol=1e-5)
+        # allclose defaults (rtol 1e-5, atol 1e-8): below the last layer, raw lacks the final norm, far apart
         assert not torch.allclose(raw.pooled[k], exported.pooled[k])
+    # rtol 1e-4, atol 1e-5 (as above), the last layer with its final norm
     torch.testing.assert_close(exported.pooled[LAYERS], pool(hidden[LAYERS], mask, "mean"), rtol=1e-4, atol=1e-5)
 
 
@@ -84,6 +89,7 @@ def test_encoder_raw_equals_exported():
     loaded = make_loaded("bert")
     raw = collect(loaded, TEXTS, CollectConfig(representation="raw", progress=False))
     exported = collect(loaded, TEXTS, CollectConfig(progress=False))
+    # assert_close's float32 defaults (rtol 1.3e-6, atol 1e-5): bert has no final norm, the same tensors
     torch.testing.assert_close(raw.pooled, exported.pooled)
 
 
@@ -131,6 +137,7 @@ def test_prompted_last_token_is_the_cut_model_on_the_wrapped_tokens(family):
             ids = torch.tensor([_prompted_ids(loaded.tokenizer, prompt, text)])
             with torch.no_grad():
                 states_k = cut(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
+            # rtol 1e-4, atol 1e-5: float32; batched and right-padded vs each text alone
             torch.testing.assert_close(states.layer(k)[index], states_k[0, -1], rtol=1e-4, atol=1e-5)
 
 
@@ -144,6 +151,8 @@ def test_prompted_mean_pooling_stays_available(family):
     single = collect(loaded, TEXTS, CollectConfig(pooling="mean", batch_size=1, progress=False, prompt=prompt))
     plain = collect(loaded, TEXTS, CollectConfig(pooling="mean", batch_size=5, progress=False))
     assert batched.pooling == "mean"
+    # rtol 1e-4, atol 1e-5: float32; batches of 5 vs 1 pad differently, so reductions differ by round-off
     torch.testing.assert_close(batched.pooled, single.pooled, rtol=1e-4, atol=1e-5)
+    # allclose defaults (rtol 1e-5, atol 1e-8): the template changes the states far beyond round-off
     assert not torch.allclose(batched.pooled[1:], plain.pooled[1:])  # the template changed what was pooled
     assert (batched.token_counts > plain.token_counts).all()

@@ -38,6 +38,7 @@ def test_layer_k_equals_cut_model(alias, layers):
     assert loaded.num_layers == registry.ENTRIES[alias].num_layers
     states = collect(loaded, TEXTS, CollectConfig(batch_size=3, progress=False))
     for k in layers:
+        # rtol 1e-4, atol 1e-4: float32 (smollm2: GGUF dequantised to float32), batches of 3 vs all 4 padded
         torch.testing.assert_close(states.layer(k), cut_pooled(loaded, k), rtol=1e-4, atol=1e-4)
 
 
@@ -57,6 +58,7 @@ def test_minilm_last_layer_matches_its_own_sentence_transformer():
     expected = reference.encode(TEXTS, convert_to_tensor=True, normalize_embeddings=False)
     # all-MiniLM-L6-v2 normalises after pooling; compare directions
     got = torch.nn.functional.normalize(states.layer(6), dim=-1)
+    # rtol 1e-4, atol 1e-5: float32 unit vectors; collect's pooling vs sentence-transformers', batched differently
     torch.testing.assert_close(got, torch.nn.functional.normalize(expected, dim=-1), rtol=1e-4, atol=1e-5)
 
 

@@ -32,7 +32,9 @@ def test_center_removes_the_fit_mean_and_keeps_differences():
     x = anisotropic()
     affine = fit(TransformSpec("center"), x)
     y = affine.apply(x)
+    # atol 1e-9: float64 centring of values ~40; round-off ~1e-14, with margin
     assert np.allclose(y.mean(axis=0), 0.0, atol=1e-9)
+    # allclose defaults (rtol 1e-5, atol 1e-8): centring leaves differences exact up to float64 round-off
     assert np.allclose(y[1] - y[0], x[1] - x[0])
 
 
@@ -41,7 +43,9 @@ def test_whitening_gives_unit_covariance_on_the_fit_set(dim):
     x = anisotropic()
     y = fit(TransformSpec("whiten", dim), x).apply(x)
     assert y.shape == (200, dim)
+    # atol 1e-9: float64 mean of whitened values ~1; round-off ~1e-15, with margin
     assert np.allclose(y.mean(axis=0), 0.0, atol=1e-9)
+    # atol 1e-8: float64 round-off amplified by the covariance's condition ((5 / 0.1)^2 = 2500)
     assert np.allclose(np.cov(y, rowvar=False), np.eye(dim), atol=1e-8)
 
 
@@ -52,6 +56,7 @@ def test_whitening_keeps_the_top_principal_directions():
     eigenvalues, vectors = np.linalg.eigh(np.cov(x, rowvar=False))
     top = vectors[:, np.argsort(eigenvalues)[::-1][:3]]
     rows = affine.weight / np.linalg.norm(affine.weight, axis=1, keepdims=True)
+    # atol 1e-6: fit's PCA vs eigh here, float64; eigenvector round-off ~ eps / eigen-gap, far below
     assert np.allclose(np.abs(rows @ top), np.eye(3), atol=1e-6)
 
 
@@ -60,11 +65,13 @@ def test_abtt_removes_the_mean_and_the_top_directions():
     affine = fit(TransformSpec("abtt", 2), x)
     y = affine.apply(x)
     assert y.shape == x.shape
-    assert np.allclose(y.mean(axis=0), 0.0, atol=1e-9)
+    assert np.allclose(y.mean(axis=0), 0.0, atol=1e-9)  # atol 1e-9: float64 centring, as above
     eigenvalues, vectors = np.linalg.eigh(np.cov(x, rowvar=False))
     top = vectors[:, np.argsort(eigenvalues)[::-1][:2]]
+    # 1e-8: float64 projection of values ~40 on removed directions; round-off ~1e-13
     assert np.abs(y @ top).max() < 1e-8  # nothing left along the removed directions
     rest = vectors[:, np.argsort(eigenvalues)[::-1][2:]]
+    # allclose defaults (rtol 1e-5, atol 1e-8): float64 projections, round-off only
     assert np.allclose((x - x.mean(axis=0)) @ rest, y @ rest)  # everything else kept
 
 
@@ -73,6 +80,7 @@ def test_the_same_texts_give_the_same_map_and_signs_are_fixed():
     first, second = fit(TransformSpec("whiten", 8), x), fit(TransformSpec("whiten", 8), x.copy())
     assert np.array_equal(first.weight, second.weight) and np.array_equal(first.bias, second.bias)
     flipped = fit(TransformSpec("whiten", 8), x[::-1].copy())  # another row order: same subspace and signs
+    # atol 1e-8: the same float64 fit on reordered rows; summation order only
     assert np.allclose(first.weight, flipped.weight, atol=1e-8)
     largest = np.argmax(np.abs(first.weight), axis=1)
     assert (first.weight[np.arange(8), largest] > 0).all()
@@ -97,6 +105,7 @@ def test_the_map_is_float64_and_matches_torch():
     affine = fit(TransformSpec("whiten", 8), torch.tensor(x, dtype=torch.float32))
     assert affine.weight.dtype == np.float64
     got = affine.apply_torch(torch.tensor(x)).numpy()
+    # allclose defaults (rtol 1e-5, atol 1e-8): both are float64 x @ W.T + b, round-off only
     assert np.allclose(got, affine.apply(x))
 
 
@@ -104,6 +113,7 @@ def test_none_fits_nothing_and_layers_fit_one_each():
     assert fit(IDENTITY, anisotropic()) is None
     pooled = torch.tensor(np.stack([anisotropic(seed=s) for s in range(3)]))
     maps = fit_layers(TransformSpec("center"), pooled)
+    # allclose defaults (rtol 1e-5, atol 1e-8): seeds give different means, far apart
     assert len(maps) == 3 and not np.allclose(maps[0].bias, maps[1].bias)
 
 

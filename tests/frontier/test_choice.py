@@ -39,6 +39,7 @@ def test_choose_validated_takes_the_best_mean():
 def test_max_loss_takes_the_shallowest_layer_within_the_loss():
     assert choose_validated(MEANS, range(7), max_loss=0.01).layer == 4
     choice = choose_validated(MEANS, range(7), max_loss=0.1)
+    # default rel 1e-6: the loss is a float64 difference of the means; repr of 0.1 only
     assert choice.layer == 2 and choice.loss == pytest.approx(0.1)
     assert choose_validated(MEANS, range(7), max_loss=0.2).layer == 1
     assert choose_validated(MEANS, [5, 6], max_loss=0.05).layer == 5

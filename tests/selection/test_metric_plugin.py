@@ -38,6 +38,7 @@ def test_a_registered_metric_is_scored_reported_and_chosen_by_a_rule(toy_metric,
     assert report.directions["mean-norm"] == "max" and report.rule == "max-mean-norm"
     assert "mean-norm ↑" in to_markdown(report)
     write_report(report, tmp_path / "out")
+    # default rel 1e-6: JSON round-trips float64 exactly; approx absorbs nothing more than repr
     assert json.loads((tmp_path / "out" / "report.json").read_text())["scores"]["mean-norm"] == pytest.approx(values)
 
 

@@ -20,13 +20,16 @@ def test_frontier_and_side_by_side_picks():
     assert section["layers"] == [1, 2, 4]  # layer 0 is never exported, so never on the frontier
     picks = section["picks"]
     assert picks["validated"]["layer"] == 4 and picks["unsupervised"]["layer"] == 3
+    # default rel 1e-6: the loss is a float64 difference of MEANS; repr of 0.04 only
     assert picks["unsupervised"]["loss"] == pytest.approx(0.04)
+    # default rel 1e-6: a ratio of exact flops; repr of 100 / 75 only
     assert picks["unsupervised"]["ideal_speedup"] == pytest.approx(100 / 75)
     assert section["chosen_layer"] == 3 and "unsupervised rule's pick" in section["reason"]
 
 
 def test_max_loss_chooses_the_shallowest_within_the_loss():
     section = frontier_section(MEANS, COSTS, range(5), 3, ChoiceOptions.parse(None, 0.02))
+    # default rel 1e-6: the loss is a float64 difference of MEANS; repr of 0.02 only
     assert section["chosen_layer"] == 2 and section["picks"]["validated"]["loss"] == pytest.approx(0.02)
     assert section["reason"].startswith(
         "layer 2: --max-loss 0.02: the shallowest layer within 0.02 of the best layer, 4 (0.6400)"

@@ -56,6 +56,7 @@ def test_a_template_is_evaluated_on_the_wrapped_texts(tmp_path, tiny_llama):
     data = report.report.to_json()
     assert data["prompt"]["name"] == "eol" and data["pooling"] == "lasttoken" and "by_prompt" not in data
     for layer in (1, LAYERS):
+        # abs 1e-6: both sides rounded to 6 decimals; 1e-6 allows a last-digit flip from float32 round-off
         assert data["tasks"]["sts"]["main_score_by_layer"][layer] == pytest.approx(
             expected(tiny_llama, folder, layer, "eol"), abs=1e-6
         )

@@ -61,6 +61,7 @@ def test_single_pass_scores_equal_encoding_each_layer_alone(tmp_path, tiny_model
                 show_progress_bar=False,
                 co2_tracker=False,
             )
+        # abs 1e-6: both sides rounded to 6 decimals; 1e-6 allows a last-digit flip from float32 round-off
         assert scores[layer] == pytest.approx(main_score(result.task_results[0]), abs=1e-6), layer
 
 
@@ -71,6 +72,7 @@ def test_decoder_family_and_mteb_named_folder(tmp_path, tiny_llama):
     result = mteb.evaluate(
         OneLayerEncoder(tiny_llama, LAYERS), spec.new_task(), cache=None, show_progress_bar=False, co2_tracker=False
     )
+    # abs 1e-6: both sides rounded to 6 decimals; 1e-6 allows a last-digit flip from float32 round-off
     assert report.report.to_json()["tasks"]["STSBenchmark"]["main_score_by_layer"][LAYERS] == pytest.approx(
         main_score(result.task_results[0]), abs=1e-6
     )
@@ -146,14 +148,17 @@ def test_report_comparison_and_metric_correlations(tmp_path, tiny_model):
     )
     data = report.report.to_json()
     means = data["mean_by_layer"]
-    assert means == pytest.approx(
+    assert means == pytest.approx(  # default rel 1e-6: the same float64 mean of the same scores; summation order only
         [np.mean([t["main_score_by_layer"][k] for t in data["tasks"].values()]) for k in range(LAYERS + 1)]
     )
     assert data["selected_layer"] == 2 and data["last_layer"] == LAYERS
     assert data["best_layer"] == int(np.argmax(means))
+    # default rel 1e-6: the same float64 difference; repr only
     assert data["comparison"]["selected_minus_last"] == pytest.approx(means[2] - means[LAYERS])
     correlations = data["metric_correlations"]
+    # default rel 1e-6: SciPy's spearman on the same inputs; round-off only
     assert correlations["up"]["spearman"] == pytest.approx(spearmanr(select["scores"]["up"], means)[0])
+    # default rel 1e-6: "down" is "up" reversed, so its ranks and correlation are negated exactly
     assert correlations["down"]["spearman"] == pytest.approx(-correlations["up"]["spearman"])
     assert correlations["missing"]["spearman"] is None
     assert (tmp_path / "out" / "validation.png").read_bytes()[:4] == b"\x89PNG"
@@ -206,6 +211,7 @@ def test_normalize_follows_the_models_own_pipeline(tmp_path, tiny_model):
     raw = validate(tmp_path, [folder], layers=[1])
     unit = validate(tmp_path, [folder], layers=[1], normalize=True)
     assert (raw.report.to_json()["normalize"], unit.report.to_json()["normalize"]) == (False, True)
+    # abs 1e-6: main scores are rounded to 6 decimals; float32 unit vectors give the same cosines up to round-off
     assert unit.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1] == pytest.approx(
         raw.report.to_json()["tasks"]["sts"]["main_score_by_layer"][1], abs=1e-6
     )  # cosine does not see the norm

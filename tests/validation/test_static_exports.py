@@ -46,11 +46,14 @@ def test_static_exports_score_as_they_do_alone(tiny_dirs, statics, tasks, tmp_pa
     for path, entry in zip(statics, entries):
         alone = validate(None, tasks, tmp_path, f"alone-{path.name}", exported_dir=path).report
         for name in ("sts", "retrieval"):
+            # abs 1e-6: main scores are rounded to 6 decimals; the same static model scored twice
             assert entry["main_score"][name] == pytest.approx(alone.task_scores(name)[entry["layer"]], abs=1e-6)
         mean_over = run.report.mean_over
+        # default rel 1e-6: the same float64 mean of the same scores; summation order only
         assert entry["mean"] == pytest.approx(sum(entry["main_score"][n] for n in mean_over) / len(mean_over))
     plain = validate(model, tasks, tmp_path, "plain").report
     assert plain.static_exports is None and "static_exports" not in plain.to_json()
+    # default rel 1e-6: the same layers scored the same way; the scores are equal
     assert run.report.mean_by_layer == pytest.approx(plain.mean_by_layer)  # the layers' own scores are unchanged
 
 
@@ -71,6 +74,7 @@ def test_statics_are_rows_of_the_frontier_table_and_lines_of_the_plot(tiny_dirs,
     pyplot().close(figure)
     for entry in data["static_exports"]:
         label = f"static {entry['name']} (from layer {entry['layer']}): {entry['mean']:.3f}"
+        # default rel 1e-6: the plotted value is the mean itself; repr only
         assert lines[label] == pytest.approx(entry["mean"])
     assert {"frontier.png", "validation.png"} <= {path.name for path in run.files}
 

@@ -100,6 +100,7 @@ def test_model_card_gains_validation_and_speed(finished_run):
     card = (result.export_dir / "README.md").read_text()
     assert "## Validation" in card and "## Speed" in card
     metadata = json.loads((result.export_dir / "layerpick.json").read_text())
+    # default rel 1e-6: the metadata holds the ratio itself, JSON round-trips float64 exactly
     assert metadata["speedup"]["batch 4"]["throughput x"] == pytest.approx(result.bench.rows[1].throughput_ratio)
     assert metadata["validation"]["mean_by_layer"] == result.validation.mean_by_layer
 
@@ -257,6 +258,7 @@ def test_run_with_several_templates_ships_the_chosen_pair(tiny_dirs, tmp_path):
         pooling=select.pooling, progress=False, max_length=result.export.max_seq_length, prompt=prompt_from_json(chosen)
     )
     full = collect(load_model(str(tiny_dirs("llama"))), texts, config).layer(select.selected_layer)
+    # 1e-4: float32 export vs the full model's layer (tiny llama, prompted); reductions in another order
     assert (exported - full).abs().max().item() < 1e-4
     text = write_run_report(result)[0].read_text()
     assert "Mean main score by prompt template" in text and "--prompt eol,sum" in "\n".join(reproduce_commands(result))

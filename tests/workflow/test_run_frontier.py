@@ -47,6 +47,7 @@ def test_max_loss_exports_the_shallowest_layer_within_the_loss(tiny_dirs, tmp_pa
     means = result.validation.mean_by_layer
     assert result.export.layer == 1  # a loss of 1 admits every layer: the shallowest
     section = result.validation.frontier
+    # default rel 1e-6: the same float64 difference of the means; repr only
     assert section["chosen_layer"] == 1 and section["picks"]["validated"]["loss"] == pytest.approx(
         max(means[1:]) - means[1]
     )
