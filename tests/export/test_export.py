@@ -104,6 +104,7 @@ def test_export_reproduces_layer_k_of_the_full_model(family, k, tiny_dir, tmp_pa
     torch.testing.assert_close(
         encode(out), reference(source, k, max_length=result.max_seq_length), rtol=1e-4, atol=1e-5
     )
+    # parity_tolerance: the export's own float32 limit (1e-5 of max(1, |value|)), float32 round-off
     assert result.parity_max_abs_diff <= result.parity_tolerance
     blocks_path = surgery.family_for(tf.AutoConfig.from_pretrained(source)).blocks_path
     assert saved_block_indices(out, blocks_path) == set(range(k))  # blocks k.. are physically gone
@@ -355,6 +356,7 @@ def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
     import layerpick.exporting.job as export
 
     real = export._reference
+    # 1e-3: well above the float32 parity tolerance (1e-5 of max(1, |value|)), so parity must fail
     monkeypatch.setattr(export, "_reference", lambda *a, **k: real(*a, **k) + 1e-3)
     with pytest.raises(ParityError, match="parity failed"):
         export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(progress=False))

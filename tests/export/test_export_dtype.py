@@ -61,6 +61,7 @@ def test_half_precision_export(family, dtype, tiny_dirs, float32_exports, tmp_pa
         .layer(LAYER)
         .float()
     )  # float32 full model
+    # PARITY_TOLERANCE (float16 5e-3, bfloat16 3e-2, relative): a few units of each dtype's precision
     tolerance = PARITY_TOLERANCE[dtype] * max(1.0, states.abs().max().item())
     assert (vectors - states).abs().max().item() <= tolerance
     assert (vectors - states).abs().max().item() > 0  # really computed in half precision
@@ -96,5 +97,6 @@ def test_a_transformed_half_precision_export_holds_its_dense_in_that_dtype(dtype
     fit_states = collect(loaded, fit_file.read_text().splitlines(), fit_config).layer(LAYER)
     affine = fit(parse_transform("whiten-8"), fit_states)
     want = affine.apply_torch(collect(loaded, TEXTS, config).layer(LAYER).float()).float()
+    # PARITY_TOLERANCE (as above): the half-precision Dense vs the float32 map
     tolerance = PARITY_TOLERANCE[dtype] * max(1.0, want.abs().max().item())
     assert (vectors - want).abs().max().item() <= tolerance

@@ -152,6 +152,7 @@ def test_layerpick_json_records_the_graph_its_parity_and_int8(llama_export):
     assert section["inputs"] == ["input_ids", "attention_mask"] and section["output"] == "last_hidden_state"
     parity = section["parity"]
     assert parity["passed"] and parity["texts"] == 8
+    # 1e-4: the export's ONNX parity tolerance (ONNX Runtime's float32 graph vs torch)
     assert max(parity["token_states_max_rel_diff"], parity["embeddings_max_rel_diff"]) <= parity["tolerance"] == 1e-4
     int8 = section["int8"]
     assert int8["file"] == INT8_FILE and int8["bytes"] == (llama_export / INT8_FILE).stat().st_size
@@ -467,6 +468,7 @@ def test_int8_below_the_threshold_is_refused(llama_export, tmp_path, monkeypatch
     copy = tmp_path / "copy"
     shutil.copytree(llama_export, copy)
     (copy / INT8_FILE).unlink()
+    # 1 + 1e-9: above any cosine (<= 1 up to round-off), so the int8 graph must be refused
     monkeypatch.setattr(onnx_step, "INT8_MIN_COSINE", 1.0 + 1e-9)
     with pytest.raises(onnx_step.OnnxParityError, match=r"--quantize int8 refused: .* falls to 0\.9\d+ on the parity"):
         onnx_step._int8(copy, OnnxEncoder(copy), TEXTS)
