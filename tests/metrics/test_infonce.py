@@ -41,7 +41,7 @@ def test_random_views_near_log_n():
 
 def test_identical_views_small():
     a = rand(64, 2048, 4)
-    assert infonce(a, a) < 0.01
+    assert infonce(a, a) < 0.01  # 0.01: at T 0.1, cosines ~ +-0.02 off the diagonal give log(1 + 63 e^-9.8) ~ 4e-3
 
 
 def test_errors():
