@@ -64,10 +64,17 @@ class TransformSpec:
             return 0
         if self.kind == "center":
             return 2
+        if self.kind == "abtt":  # N centred texts vary in at most N - 1 directions; one must be left
+            return (self.dim or 1) + 2
         return (self.dim or 1) + 1
 
     def check(self, hidden_size: int | None = None, fit_count: int | None = None) -> "TransformSpec":
         """One-line errors for a size the model (hidden size) or the fit set (number of texts) cannot give."""
+        if self.kind == "abtt" and hidden_size is not None and self.dim is not None and self.dim >= hidden_size:
+            raise TransformError(
+                f"{self.label} removes all {hidden_size} of the model's dimensions: nothing but rounding noise would "
+                f"be left; choose abtt-K with K below {hidden_size}"
+            )
         if hidden_size is not None and self.dim is not None and self.dim > hidden_size:
             what = "output dimensions" if self.kind == "whiten" else "removed directions"
             raise TransformError(
@@ -194,6 +201,25 @@ def principal_directions(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     variances = singular**2 / max(centred.shape[0] - 1, 1)
     floor = max(float(variances.max(initial=0.0)) * EIGEN_FLOOR, np.finfo(np.float64).tiny)
     return directions, np.maximum(variances, floor)
+
+
+def check_rank(spec: TransformSpec, states: np.ndarray | torch.Tensor, where: str) -> None:
+    """One line when the fit states vary in fewer directions than `spec` needs (their numerical rank: singular
+    values above EIGEN_FLOOR of the largest variance): an abtt removing all of them, or a whitening stretching
+    directions of no variance, outputs rounding noise."""
+    x = _float64(states)
+    variances = np.linalg.svd(x - x.mean(axis=0), compute_uv=False) ** 2
+    rank = int((variances > EIGEN_FLOOR * variances.max(initial=0.0)).sum())
+    if spec.kind == "abtt" and (spec.dim or DEFAULT_ABTT) >= rank:
+        raise TransformError(
+            f"{spec.label}: {where}'s fit states vary in {rank} directions and it removes {spec.dim}: nothing but "
+            f"rounding noise would be left; choose abtt-K with K below {rank}"
+        )
+    if spec.kind == "whiten" and spec.dim is not None and spec.dim > rank:
+        raise TransformError(
+            f"{spec.label}: {where}'s fit states vary in {rank} directions and it keeps {spec.dim}: the rest would be "
+            f"rounding noise stretched to unit variance; choose whiten-{rank} or fewer"
+        )
 
 
 def supported_dim(count: int, hidden_size: int) -> int:

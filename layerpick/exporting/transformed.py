@@ -21,7 +21,7 @@ from layerpick.core.calibration import CalibrationSet
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.fit_texts import prepare_fit, report_fit_source
 from layerpick.core.models import LoadedModel
-from layerpick.core.transform import AffineMap, TransformSpec, fit, fit_set_of
+from layerpick.core.transform import AffineMap, TransformSpec, check_rank, fit, fit_set_of
 from layerpick.errors import LayerpickError
 
 DENSE_CONFIG_KEYS = ("in_features", "out_features", "bias", "activation_function")
@@ -78,6 +78,7 @@ def fit_at_layer(
     """The map fitted on layer `layer` over the fit texts: `loaded` is the full model or the model cut after
     `layer` (its output is the full model's layer `layer`, as the parity check proves, for K blocks' work)."""
     states = collect(loaded, loaded.pipeline.prepare(texts.texts), config).layer(layer)
+    check_rank(spec, states, f"layer {layer}")  # an export ships one map: a degenerate one is refused, not served
     return FittedTransform(spec, fit(spec, states), texts)
 
 

@@ -22,7 +22,14 @@ def announcer(quiet: bool) -> Callable[[str, bool], None]:
 
     def announce(stage: str, reused: bool) -> None:
         if not quiet:
-            console.print(f"[bold]{stage}[/bold]: " + ("reusing the finished stage" if reused else "running"))
+            console.print(
+                f"[bold]{stage}[/bold]: "
+                + (
+                    "reusing the finished stage (same model files, options and inputs; --force recomputes)"
+                    if reused
+                    else "running"
+                )
+            )
 
     return announce
 

@@ -45,6 +45,7 @@ from layerpick.exporting.config import ExportConfig
 from layerpick.exporting import annotate_export, export_model
 from layerpick.exporting.metadata import ExportMetadata
 from layerpick.frontier.choice import ChoiceError, ChoiceOptions
+from layerpick.core.fingerprint import model_fingerprint
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.errors import LayerpickError
@@ -225,7 +226,11 @@ def _run_stages(
 def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs: dict[str, Any]) -> dict[str, str]:
     """Each stage's key covers its own inputs and the keys of the stages it builds on. `inputs` (from
     `input_facts`) adds what names alone do not tell: the calibration texts' hash, each task's data revision."""
-    base = {"model": inputs["model"], "load": dataclasses.asdict(load_options)}
+    base = {
+        "model": inputs["model"],
+        "model_content": inputs["model_content"],
+        "load": dataclasses.asdict(load_options),
+    }
     select = _digest(
         {
             **base,
@@ -454,6 +459,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
         config.bench.validate()
     facts = {
         "model": str(Path(model).resolve()) if Path(model).exists() else model,
+        "model_content": model_fingerprint(model),  # weights, config or tokenizer changed in place: a new key
         "calibration": texts.describe()["sha256"],
         "tasks": [],
     }

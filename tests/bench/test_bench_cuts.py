@@ -80,6 +80,7 @@ def test_cuts_of_a_model_against_its_full_model(tmp_path):
     assert json.loads((tmp_path / "out" / "cuts.json").read_text())["layers"] == [2, 4]
 
 
+@pytest.mark.full  # memory probes in fresh processes (12 s); the default tier measures memory in test_bench.py
 def test_frontier_layers_of_an_export_with_memory(tmp_path):
     from sentence_transformers import SentenceTransformer
 

@@ -198,7 +198,7 @@ def test_the_model_card_says_what_the_static_model_is_and_survives_annotation(be
 # ---- bench and validate take it
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a static export benched against its full model (12 s); the default tier benches statics by CLI
 def test_bench_measures_it_against_its_full_model(bert_static):
     result = run_bench(bert_static, BenchConfig(texts=6, repeats=1, batch_sizes=(1, 3), memory=True))
     assert result.exported.layers == 0 and result.baseline.layers == 4

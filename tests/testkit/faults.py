@@ -83,6 +83,12 @@ TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({r
         ["whiten-64: 64 output dimensions is more than the model's hidden size (32)"],
     ),
     Fault(
+        "transform-removes-everything",
+        "--transform abtt-32",
+        USER,
+        ["abtt-32 removes all 32 of the model's dimensions: nothing but rounding noise would be left"],
+    ),
+    Fault(
         "transform-above-fit-set",
         "--transform whiten-8 --fit-texts {fewfit}",
         USER,

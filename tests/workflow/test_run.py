@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from layerpick.benchmark.run import BenchConfig
 from layerpick.errors import LayerpickError
@@ -304,3 +305,28 @@ def test_a_folder_that_is_no_static_export_is_refused_before_any_stage(tiny_dirs
     with pytest.raises(LayerpickError, match="is not a layerpick static export"):
         run_workflow(str(tiny_dirs("llama")), tmp_path / "out", config=config, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_model_changed_in_place_is_not_reused(tmp_path):
+    """Issue 33, cause 1: the stage keys hold the model's content, not only its path. Weights saved over the
+    model's own folder (same path, same size, other values) make select and export run again."""
+    from safetensors.torch import load_file
+
+    from tests.testkit.tiny import save_tiny
+
+    def embeddings(path: Path) -> torch.Tensor:
+        tensors = load_file(path / "model.safetensors")
+        return next(tensor for name, tensor in tensors.items() if name.endswith("embed_tokens.weight"))
+
+    model = save_tiny("llama", tmp_path / "m", seed=0)
+    config = RunConfig(select=SelectConfig(limit=16, transform="none"), bench=None)
+    first = run_workflow(str(model), tmp_path / "out", config=config, progress=False)
+    assert not any(stage["reused"] for stage in first.stages.values())
+    old = embeddings(model)
+    save_tiny("llama", tmp_path / "m", seed=1)  # other weights in place, same names and sizes
+    second = run_workflow(str(model), tmp_path / "out", config=config, progress=False)
+    assert not second.stages["select"]["reused"] and not second.stages["export"]["reused"]
+    exported = embeddings(tmp_path / "out" / "model")
+    assert torch.equal(exported, embeddings(model)) and not torch.equal(exported, old)
+    third = run_workflow(str(model), tmp_path / "out", config=config, progress=False)
+    assert all(stage["reused"] for stage in third.stages.values())  # unchanged: reused, as before
