@@ -204,9 +204,10 @@ def principal_directions(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_rank(spec: TransformSpec, states: np.ndarray | torch.Tensor, where: str) -> None:
-    """One line when the fit states vary in fewer directions than `spec` needs (their numerical rank: singular
-    values above EIGEN_FLOOR of the largest variance): an abtt removing all of them, or a whitening stretching
-    directions of no variance, outputs rounding noise."""
+    """One line when an abtt would remove every direction the fit states vary in (their numerical rank: variances
+    above EIGEN_FLOOR of the largest): what it leaves is rounding noise. A whitening keeping more directions than
+    the rank is not refused here: select scores it the same way (a LayerNorm'd GPT-2's states lie in a hyperplane,
+    rank D - 1, and its whiten-D is what select picks), and its floored variances keep the map finite."""
     x = _float64(states)
     variances = np.linalg.svd(x - x.mean(axis=0), compute_uv=False) ** 2
     rank = int((variances > EIGEN_FLOOR * variances.max(initial=0.0)).sum())
@@ -214,11 +215,6 @@ def check_rank(spec: TransformSpec, states: np.ndarray | torch.Tensor, where: st
         raise TransformError(
             f"{spec.label}: {where}'s fit states vary in {rank} directions and it removes {spec.dim}: nothing but "
             f"rounding noise would be left; choose abtt-K with K below {rank}"
-        )
-    if spec.kind == "whiten" and spec.dim is not None and spec.dim > rank:
-        raise TransformError(
-            f"{spec.label}: {where}'s fit states vary in {rank} directions and it keeps {spec.dim}: the rest would be "
-            f"rounding noise stretched to unit variance; choose whiten-{rank} or fewer"
         )
 
 
