@@ -155,7 +155,7 @@ def _heal(
         command=heal_command(model, layer, output, config, load_options),
         versions=library_versions(),
     )
-    write_healed(cut_dir, student, output, report, config.overwrite, texts.held_out[:RELOAD_TEXTS], healed)
+    write_healed(cut_dir, student, output, report, config.overwrite, texts.held_out[:RELOAD_TEXTS])
     return report
 
 
@@ -188,10 +188,10 @@ def write_healed(
     report: HealReport,
     overwrite: bool,
     probe_texts: Sequence[str],
-    probe_vectors: torch.Tensor,
 ) -> None:
     """The cut's export folder with the trained weights and the heal section, moved into place at `output` once
-    it reloads and encodes `probe_texts` as the trained model did."""
+    it reloads and encodes `probe_texts` as the trained model does (the same texts in one batch, so only the saving
+    and the reloading can differ)."""
     needed = 2 * tree_bytes(cut) + (1 << 20)
     check_free(output.parent if output.parent.exists() else Path("."), needed)
     with atomic_directory(output, overwrite, needed) as stage:
@@ -199,7 +199,7 @@ def write_healed(
         shutil.copytree(cut, target)
         save_weights(student, stage / WEIGHTS_DIR, target)
         annotate_export(target, heal=report.to_json())
-        check_reload(target, probe_texts, probe_vectors[: len(probe_texts)], str(student.device))
+        check_reload(target, probe_texts, teachers.encode(student, probe_texts), str(student.device))
 
 
 def save_weights(student: Any, scratch: Path, target: Path) -> None:

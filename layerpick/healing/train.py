@@ -87,6 +87,8 @@ def train(
     if last:
         logger.info("resuming from %s (epoch %s)", last, resumed)
     trainer.train(resume_from_checkpoint=str(last) if last else None)
+    # with bf16 on, accelerate left an autocast wrapper on the model's forward: encode in float32 from here on
+    trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
     losses = tuple(
         {"epoch": float(entry["epoch"]), "loss": float(entry["loss"])}
         for entry in trainer.state.log_history

@@ -158,3 +158,25 @@ def test_an_interrupt_before_the_first_checkpoint_keeps_the_teacher_vectors(
         report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config)
     assert "teacher vectors read from" in caplog.text  # computed once, kept by the interrupted run
     assert report.training["resumed_from_epoch"] is None and report.after == reference.after
+
+
+def test_a_bf16_heal_encodes_in_float32_after_training(tiny_dirs, tiny_config, tmp_path, monkeypatch):
+    """On a GPU the trainer trains under bf16 autocast, which accelerate leaves wrapped around the model's forward;
+    the held-out fidelity and the written export must come from float32 encoding (an H200 run failed its reload
+    check, max abs diff 8.3e-4, before the wrapper was removed). bf16 autocast runs on a CPU too: force it here."""
+    from layerpick.healing import train as heal_train
+
+    monkeypatch.setattr(heal_train, "uses_bf16", lambda device: True)
+    seen = {}
+    original = heal_train.train
+
+    def spy(student, *args, **kwargs):
+        outcome = original(student, *args, **kwargs)
+        seen["wrapped"] = "_original_forward" in student.__dict__
+        return outcome
+
+    monkeypatch.setattr("layerpick.healing.job.train", spy)
+    config = tiny_config.__class__(**{**tiny_config.__dict__, "epochs": 1})
+    report = heal_model(str(tiny_dirs("llama")), LAYER, tmp_path / "bf16", config)
+    assert report.training["bf16"] is True and seen == {"wrapped": False}
+    assert read_metadata(tmp_path / "bf16").is_healed  # the reload check passed: the export is written
