@@ -20,6 +20,11 @@ def render_bench(result: "BenchResult") -> None:
     console = Console()
     console.print(models_table(result))
     console.print(speed_table(result))
+    single = next((row for row in result.rows if row.batch_size == 1), None)
+    if single is not None:
+        console.print(
+            single_query_line(single.exported.latency_median_ms, single.baseline.latency_median_ms), soft_wrap=True
+        )
     console.print(
         f"{result.texts} texts, {result.repeats} interleaved repeats, {result.device}, "
         f"{result.threads} threads, export on {result.backend}. Ratios are export / full."
@@ -64,6 +69,14 @@ def models_table(result: "BenchResult") -> Table:
         table.add_row(role, layers, f"{facts.parameters:,}", _mb(facts.weights_bytes), facts.path)
     table.add_row("ratio", "", _x(result.parameter_ratio), _x(result.weights_ratio), "")
     return table
+
+
+def single_query_line(export_ms: float, full_ms: float) -> str:
+    """Batch 1's median latency: what a query encoder answering one query at a time costs."""
+    return (
+        f"one text at a time (a query encoder's latency): p50 {export_ms:.1f} ms against {full_ms:.1f} ms for the "
+        f"full model ({full_ms / export_ms:.2f}x faster)"
+    )
 
 
 def speed_table(result: "BenchResult") -> Table:

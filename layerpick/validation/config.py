@@ -41,3 +41,4 @@ class ValidateConfig:
     transform: str | None = None  # post-pooling transforms ("none,whiten-256"); None: the report's, else none
     fit_texts: str | None = None  # the unlabelled texts transforms are fitted on; None: the calibration set
     static_exports: Sequence[Path] = ()  # static exports of the model, scored beside its layers (`--static`)
+    documents_by: str | None = None  # retrieval tasks' documents by this sentence-transformers model (asymmetric)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ModelMeta, ScoringFunction
+from mteb.types import PromptType
 
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadedModel
@@ -148,6 +149,30 @@ class LayerEncoder(AbsEncoder):
         if self.normalize:
             vectors = vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
         return vectors
+
+
+class DocumentRouter(AbsEncoder):
+    """mteb's view of an asymmetric pair (`validate --documents-by`): what a retrieval task encodes as documents goes
+    to `documents`, everything else (its queries, and every text of the other kinds of task) to `queries`."""
+
+    def __init__(self, queries: AbsEncoder, documents: AbsEncoder, meta: ModelMeta) -> None:
+        self.queries = queries
+        self.documents = documents
+        self.mteb_model_meta = meta
+        self.model = None
+
+    def encode(
+        self, inputs, *, task_metadata, hf_split: str, hf_subset: str, prompt_type=None, **kwargs: Any
+    ) -> np.ndarray:
+        encoder = self.documents if prompt_type == PromptType.document else self.queries
+        return encoder.encode(
+            inputs,
+            task_metadata=task_metadata,
+            hf_split=hf_split,
+            hf_subset=hf_subset,
+            prompt_type=prompt_type,
+            **kwargs,
+        )
 
 
 def model_label(name: str) -> str:

@@ -36,6 +36,8 @@ def render_validation(data: dict[str, Any], files: Sequence[Path], output_dir: P
         console.print(prompt_table(data))
     if data.get("metric_correlations"):
         console.print(correlation_table(data["metric_correlations"]))
+    if data.get("documents_by"):
+        console.print(f"retrieval documents encoded by {data['documents_by']['model']} (asymmetric)", highlight=False)
     for note in data.get("notes", []):
         console.print(f"note: {note}")
     console.print(

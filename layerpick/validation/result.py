@@ -59,6 +59,7 @@ class ValidationReport(Document):
     pair_frontier: dict[str, Any] | None = None
     results_dir: str | None = None
     static_exports: list[dict[str, Any]] | None = None  # `--static`: each table's scores beside the layers
+    documents_by: dict[str, Any] | None = None  # `--documents-by`: retrieval documents by another model
     extra: dict[str, Any] = field(default_factory=dict)
 
     FORMAT: ClassVar[str] = "layerpick-validation/1"
@@ -73,6 +74,7 @@ class ValidationReport(Document):
         "best_pair",
         "pair_frontier",
         "static_exports",
+        "documents_by",
     )
 
     @classmethod

@@ -50,6 +50,8 @@ from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.frontier import scores as layer_scores
 from layerpick.validation.bars import ValidationBars
 from layerpick.validation.config import ValidateConfig
+from layerpick.validation.documents import describe as describe_documents
+from layerpick.validation.documents import document_folder, with_documents
 from layerpick.validation.picks import frontier_section, pair_frontier_section
 from layerpick.validation.plot import plot_frontier_png, plot_validation
 from layerpick.validation.sources import (
@@ -160,8 +162,11 @@ def _validate(
             logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
         setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
+    if config.documents_by:
+        setups = with_documents(setups, config.documents_by, options, specs)
     statics = static_setups(config.static_exports, options, setups[0].num_layers)
-    for directory in sorted({one.source.store.directory for one in setups + statics}):
+    sources = [one.source for one in setups + statics] + ([setups[0].documents.source] if config.documents_by else [])
+    for directory in sorted({source.store.directory for source in sources}):
         stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
     _check_report(select, setup)
@@ -183,6 +188,7 @@ def _validate(
         data["static_exports"] = static_document(statics, static_runs, data["mean_over"])
         labelled = [(f"static {_static_name(one)}", outcomes) for one, outcomes in zip(statics, static_runs)]
         data["failures"] = {**data["failures"], **_labelled_failures(labelled)}
+    data["documents_by"] = describe_documents(setup)
     data["results_dir"] = RESULTS_DIR if results == output else str(results.resolve() / RESULTS_DIR)
     report = ValidationReport.from_json({"format": ValidationReport.FORMAT, **data}, str(output / VALIDATION_FILE))
     return ValidationRun(report, output, tuple(_write(report, output, select)))
@@ -197,6 +203,8 @@ def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, out
         check_layer_words(config.layers)
     if config.static_exports and config.exported_dir:
         raise LayerpickError("--static scores tables beside a model's layers; give a model, not --exported")
+    if config.documents_by:
+        document_folder(config.documents_by, load_options)
     check_static_exports(config.static_exports)
     for option, path in outputs.items():
         check_output_location(path, option)

@@ -26,6 +26,7 @@ from layerpick.errors import ModelNotFoundError
 from layerpick.validation.errors import StaticExportError
 from layerpick.validation.encoder import (
     CollectRepresenter,
+    DocumentRouter,
     LayerEncoder,
     LayerSource,
     SentenceTransformerRepresenter,
@@ -67,6 +68,7 @@ class Setup:
     suffix: str = ""
     batch_size: int = 32
     transforms: dict[int, AffineMap | None] | None = None  # report layer -> its fitted post-pooling map
+    documents: Setup | None = None  # `--documents-by`: the encoder of retrieval tasks' documents
 
     @property
     def variant(self) -> str:
@@ -76,19 +78,22 @@ class Setup:
         return name if transform == "none" else f"{name}+{transform}"
 
     def meta(self, layer: int) -> ModelMeta:
+        """Results are named by what made them: an asymmetric pair's apart from the symmetric ones."""
         name = f"exported-layer-{layer}" if self.suffix == "exported" else layer
+        label, experiment = self.label, self.experiment
+        if self.documents is not None:
+            label = f"{label}__docs-{self.documents.label}-{self.documents.revision}"
+            experiment = {**experiment, "documents_by": self.documents.facts["exported_dir"]}
         return layer_model_meta(
-            self.label,
-            name,
-            self.revision,
-            embed_dim=self.embed_dim,
-            max_tokens=self.max_tokens,
-            experiment=self.experiment,
+            label, name, self.revision, embed_dim=self.embed_dim, max_tokens=self.max_tokens, experiment=experiment
         )
 
-    def encoder(self, layer: int) -> LayerEncoder:
+    def encoder(self, layer: int) -> LayerEncoder | DocumentRouter:
         transform = self.transforms.get(layer) if self.transforms else None
-        return LayerEncoder(self.source, self.slots[layer], self.meta(layer), self.normalize, transform)
+        own = LayerEncoder(self.source, self.slots[layer], self.meta(layer), self.normalize, transform)
+        if self.documents is None:
+            return own
+        return DocumentRouter(own, self.documents.encoder(next(iter(self.documents.slots))), self.meta(layer))
 
 
 def model_setup(model: str, options: SourceOptions) -> Setup:

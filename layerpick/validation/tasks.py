@@ -48,6 +48,11 @@ class TaskSpec:
         with quiet_mteb():
             return self._make()
 
+    @property
+    def is_retrieval(self) -> bool:
+        """Whether the task encodes documents apart from queries (retrieval, reranking)."""
+        return "Retrieval" in self.type or "Reranking" in self.type
+
     def describe(self) -> dict:
         return {
             "type": self.type,

@@ -5,6 +5,7 @@ No timing expectations here: measured speed belongs in benchmarks/."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import statistics
 import subprocess
@@ -334,6 +335,12 @@ def test_cli_table_and_bad_batch_sizes(cut_dir):
     )
     assert table.exit_code == 0, table.output
     assert "speed-up" in table.stdout and "export" in table.stdout
+    assert "one text at a time" not in table.stdout  # batch 1 not measured: no single-query line
+    single = runner.invoke(
+        app, ["bench", str(cut_dir), "--batch-sizes", "1", "--texts", "2", "--repeats", "1", "--no-memory", "-q"]
+    )
+    assert single.exit_code == 0, single.output
+    assert re.search(r"one text at a time .*p50 [\d.]+ ms against [\d.]+ ms for the full model", single.stdout)
     bad = runner.invoke(app, ["bench", str(cut_dir), "--batch-sizes", "1,x"])
     assert bad.exit_code == 2 and "comma-separated integers" in bad.output
 
