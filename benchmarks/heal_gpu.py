@@ -4,6 +4,7 @@ here is a plain re-implementation (cosine top-10, linear gains, documents as "ti
 full model's published 0.6451; the numbers that count are re-measured with `layerpick validate` on the CPU.
 
     python benchmarks/heal_gpu.py --model DIR --scifact DIR --generic FILE --work DIR --out DIR [--plan smoke|main]
+    python benchmarks/heal_gpu.py assemble OUT CUT_EXPORT HEALED   # the kept weights as an export, on the CPU
 
 Each run heals through `layerpick.heal` (the product's code path) with a trainer callback that scores the student
 on SciFact after every epoch, symmetric (queries and documents by the cut) and asymmetric (queries by the cut,
@@ -18,6 +19,7 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -131,7 +133,32 @@ def save_parts(export: Path, out: Path, prefix: str) -> list[str]:
     return names
 
 
+def assemble(parts_dir: Path, cut: Path, output: Path) -> None:
+    """A CPU copy of the kept GPU export: the cut's export folder (`layerpick export MODEL --layer K`) with the
+    parts' weights, back in float32 (the float16 round trip moves vectors by about 1e-3 of their scale)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    tensors, pieces = {}, {}
+    for name in json.loads((parts_dir / "kept.json").read_text())["parts"]:
+        for key, tensor in load_file(str(parts_dir / name)).items():
+            if "@@" in key:
+                base, index = key.split("@@")
+                pieces.setdefault(base, {})[int(index)] = tensor
+            else:
+                tensors[key] = tensor
+    for base, rows in pieces.items():
+        tensors[base] = torch.cat([rows[i] for i in sorted(rows)])
+    shutil.copytree(cut, output)
+    (output / "model.safetensors").unlink()
+    save_file({k: v.float().contiguous() for k, v in tensors.items()}, str(output / "model.safetensors"))
+
+
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "assemble":
+        assemble(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--scifact", required=True)

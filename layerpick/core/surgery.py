@@ -54,7 +54,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("gemma3", ("gemma3_text",), "layers", "norm", per_layer_fields=("layer_types",)),
     Family("gpt-neox", ("gpt_neox",), "layers", "final_layer_norm"),
     Family("gpt2", ("gpt2",), "h", "ln_f"),
-    Family("bert", ("bert", "roberta", "xlm-roberta"), "encoder.layer", None, causal=False),
+    Family("bert", ("bert", "roberta", "xlm-roberta", "mpnet"), "encoder.layer", None, causal=False),
     Family("mamba", ("mamba",), "layers", "norm_f", attention=False),
 )
 
@@ -190,10 +190,10 @@ def _has_path(module: nn.Module, path: str) -> bool:
 
 def position_limit(config) -> int | None:
     """The longest input the model's position embeddings allow; None when unbounded (Mamba).
-    RoBERTa-style models number positions from pad_token_id + 1, so they lose that many."""
+    RoBERTa-style models (and MPNet) number positions from pad_token_id + 1, so they lose that many."""
     limit = getattr(config, "max_position_embeddings", None)
     if not isinstance(limit, int) or limit <= 0:
         return None
-    if getattr(config, "model_type", None) in ("roberta", "xlm-roberta", "camembert"):
+    if getattr(config, "model_type", None) in ("roberta", "xlm-roberta", "camembert", "mpnet"):
         limit -= (getattr(config, "pad_token_id", None) or 0) + 1
     return limit

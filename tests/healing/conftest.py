@@ -32,17 +32,23 @@ def healed(tiny_dirs, tiny_config, tmp_path_factory):
     return heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config), output
 
 
-@pytest.fixture(scope="session")
-def tiny_embedder(tmp_path_factory):
-    """A tiny BERT saved as a trained sentence embedder would ship: mean pooling, Normalize, a default prompt."""
+def save_embedder(root, family: str, pooling: str = "mean", prompts=None, default_prompt=None, seed: int = 3):
+    """A tiny `family` model saved as a trained sentence embedder ships: its pooling, Normalize, its prompts."""
     from sentence_transformers import SentenceTransformer, models
 
     from tests.testkit.tiny import save_tiny
 
-    root = tmp_path_factory.mktemp("tiny-embedder")
-    transformer = models.Transformer(str(save_tiny("bert", root / "bert", seed=3)), max_seq_length=48)
-    pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
-    modules = [transformer, pooling, models.Normalize()]
-    embedder = SentenceTransformer(modules=modules, prompts={"query": "query: "}, default_prompt_name="query")
+    transformer = models.Transformer(str(save_tiny(family, root / family, seed=seed)), max_seq_length=48)
+    pooling_module = models.Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)
+    modules = [transformer, pooling_module, models.Normalize()]
+    embedder = SentenceTransformer(modules=modules, prompts=prompts or {}, default_prompt_name=default_prompt)
     embedder.save(str(root / "embedder"))
     return root / "embedder"
+
+
+@pytest.fixture(scope="session")
+def tiny_embedder(tmp_path_factory):
+    """A tiny BERT saved as a trained sentence embedder would ship: mean pooling, Normalize, a default prompt."""
+    return save_embedder(
+        tmp_path_factory.mktemp("tiny-embedder"), "bert", prompts={"query": "query: "}, default_prompt="query"
+    )

@@ -39,9 +39,13 @@ CONFIGS = {
     ),
     "bert": lambda: tf.BertConfig(**COMMON, intermediate_size=64, max_position_embeddings=128),
     "roberta": lambda: tf.RobertaConfig(**COMMON, intermediate_size=64, max_position_embeddings=130, pad_token_id=1),
+    "xlm-roberta": lambda: tf.XLMRobertaConfig(
+        **COMMON, intermediate_size=64, max_position_embeddings=130, pad_token_id=1
+    ),
+    "mpnet": lambda: tf.MPNetConfig(**COMMON, intermediate_size=64, max_position_embeddings=130, pad_token_id=1),
     "mamba": lambda: tf.MambaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, state_size=4),
 }
-ENCODERS = {"bert", "roberta"}
+ENCODERS = {"bert", "roberta", "xlm-roberta", "mpnet"}
 
 
 @lru_cache(maxsize=None)
