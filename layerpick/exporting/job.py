@@ -302,6 +302,7 @@ def cut_and_save(
             transform=fitted.to_json() if fitted else None,
             baseline=model_card.original_source(loaded.path),
             static=static_facts,
+            heal=inherited_heal(loaded.path, plan.layer, num_layers),
         )
         _write_documents(target, facts)
     return _result(output, facts)
@@ -606,6 +607,20 @@ def check_parity(
             f"(tolerance {tolerance:.3g}); nothing was written"
         )
     return diff, tolerance
+
+
+def inherited_heal(source: str | None, layer: int, num_layers: int) -> dict[str, Any] | None:
+    """The heal section of a healed export exported again whole (to ONNX, int8, another dtype): the weights are
+    the healed ones, so the section still describes them. Cut further, it is a new cut and the section goes."""
+    from layerpick.exporting.metadata import ExportMetadata
+
+    path = Path(source) / model_card.METADATA_FILE if source else None
+    if layer != num_layers or path is None or not path.is_file():
+        return None
+    try:
+        return ExportMetadata.read(path).heal
+    except LayerpickError:
+        return None
 
 
 def _carried(loaded: LoadedModel) -> dict[str, Any] | None:

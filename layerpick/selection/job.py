@@ -16,8 +16,8 @@ from layerpick.core.calibration import CalibrationSet, load_calibration
 from layerpick.core.fit_texts import expand_auto, prepare_fit
 from layerpick.core.transform import DEFAULT_TRANSFORM, TransformSpec, parse_transforms
 from layerpick.core.collect import effective_max_length
-from layerpick.core.cost import layer_costs
-from layerpick.core.models import LoadOptions, load_model
+from layerpick.core.cost import LayerCosts, layer_costs
+from layerpick.core.models import LoadOptions, load_model, peek_is_embedder
 from layerpick.core.prompts import DEFAULT_PROMPT, parse_prompts
 from layerpick.metrics import get_metric
 from layerpick.frontier.choice import frontier
@@ -150,10 +150,25 @@ def run_select(
         max_length=effective_max_length(loaded, config.collect.max_length),
         dtype=load_options.dtype,
         device=str(loaded.device),
-        notes=loaded.notes,
+        notes=[*loaded.notes, *heal_hint(model, load_options, layer, loaded.num_layers, costs)],
         versions=library_versions(),
         timings={k: round(v, 3) for k, v in timings.items()},
     )
+
+
+def heal_hint(model: str, load_options: LoadOptions, layer: int, num_layers: int, costs: LayerCosts) -> list[str]:
+    """What healing would buy, for a trained sentence embedder whose last layer is chosen (a plain cut of such a
+    model loses most of its quality: it was trained to be used whole)."""
+    if layer != num_layers or num_layers < 2 or not peek_is_embedder(model, load_options):
+        return []
+    half = num_layers // 2
+    return [
+        f"a trained sentence embedder is best used whole, so its last layer is chosen; to make it faster, heal a cut: "
+        f"`layerpick heal {model} --layer {half} --fit-texts YOUR_TEXTS --output DIR` trains its first {half} "
+        f"layers to give the full model's vectors back ({costs.speedup(half):.1f}x ideal speed-up), best on "
+        "thousands of your own texts; `layerpick validate --exported DIR --documents-by "
+        f"{model}` then scores it as a query encoder for an index the full model built"
+    ]
 
 
 def variant_label(prompt_label: str, spec: TransformSpec) -> str:

@@ -52,3 +52,24 @@ def test_the_healed_cut_keeps_the_teachers_pipeline(embedder, heal_texts, tmp_pa
     assert healed.prompts == teacher.prompts and healed.default_prompt_name == teacher.default_prompt_name
     assert json.loads((tmp_path / "healed" / "config.json").read_text())["num_hidden_layers"] == 2
     assert read_metadata(tmp_path / "healed").is_healed
+
+
+@pytest.mark.slow  # loads all-MiniLM-L6-v2 and scores every layer
+def test_select_on_a_trained_embedder_says_what_healing_would_buy():
+    report = layerpick.select("minilm-l6", SelectConfig(limit=32), progress=False)
+    hints = [note for note in report.notes if "layerpick heal" in note]
+    assert report.selected_layer == 6 and len(hints) == 1  # all-MiniLM-L6-v2 is best whole
+    assert "layerpick heal minilm-l6 --layer 3" in hints[0] and "--documents-by minilm-l6" in hints[0]
+
+
+def test_the_heal_hint_is_for_a_trained_embedder_kept_whole(tiny_embedder, tiny_dirs):
+    from layerpick.core.cost import layer_costs
+    from layerpick.core.models import LoadOptions
+    from layerpick.selection.job import heal_hint
+    from tests.testkit.tiny import make_model
+
+    costs = layer_costs(make_model("bert"), 48)
+    load = LoadOptions()
+    assert len(heal_hint(str(tiny_embedder), load, 4, 4, costs)) == 1
+    assert heal_hint(str(tiny_embedder), load, 2, 4, costs) == []  # an earlier layer chosen: a plain cut is the pick
+    assert heal_hint(str(tiny_dirs("llama")), load, 4, 4, costs) == []  # a raw model: no pipeline to heal towards

@@ -24,3 +24,18 @@ def test_bench_times_the_healed_export_against_the_full_model(healed, tiny_dirs)
     result = run_bench(output, BenchConfig(batch_sizes=(4,), texts=8, repeats=1, memory=False), progress=False)
     assert [row.batch_size for row in result.rows] == [4]
     assert result.baseline.path == str(tiny_dirs("llama")) and result.exported.layers == LAYER
+
+
+def test_a_healed_export_converts_to_onnx_int8_keeping_its_heal(healed, tiny_dirs, tmp_path):
+    """`layerpick export HEALED --layer K --format onnx --quantize int8`: the healed weights, exported whole, keep
+    the heal section; its full model stays the baseline bench compares with."""
+    from layerpick.exporting import ExportConfig, export_model
+    from layerpick.exporting.metadata import read_metadata
+
+    report, output = healed
+    converted = tmp_path / "onnx"
+    export_model(str(output), LAYER, converted, ExportConfig(progress=False, format="onnx", quantize="int8"))
+    metadata = read_metadata(converted)
+    assert metadata.heal == report.to_json() and metadata.onnx
+    assert (converted / "onnx" / "model_quantized.onnx").is_file()
+    assert metadata.baseline["path"] == str(tiny_dirs("llama"))
