@@ -51,6 +51,14 @@ def validate(
             help="Validate an exported sentence-transformers directory (its own output) instead of a model's layers."
         ),
     ] = default(ValidateConfig, "exported_dir"),
+    documents_by: Annotated[
+        Optional[str],
+        typer.Option(
+            "--documents-by",
+            help="Asymmetric retrieval: encode retrieval tasks' documents with this sentence-transformers model "
+            "(alias, folder or hub id; e.g. the full model of a healed cut), queries with what is validated.",
+        ),
+    ] = default(ValidateConfig, "documents_by"),
     static: opt.StaticExports = None,
     task_data: opt.TaskData = None,
     store: Annotated[
