@@ -43,6 +43,7 @@ def export(
     prompt: opt.Prompt = default(ExportConfig, "prompt"),
     transform: opt.Transform = default(ExportConfig, "transform"),
     fit_texts: opt.FitTexts = default(ExportConfig, "fit_texts"),
+    field: opt.Field = default(ExportConfig, "field"),
     normalize: opt.Normalize = default(ExportConfig, "normalize"),
     max_seq_length: Annotated[
         Optional[int],

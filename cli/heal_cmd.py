@@ -30,6 +30,7 @@ def heal(
             envvar="LAYERPICK_FIT_TEXTS",
         ),
     ] = default(HealConfig, "fit_texts"),
+    field: opt.Field = default(HealConfig, "field"),
     pooling: opt.Pooling = default(HealConfig, "pooling"),
     epochs: Annotated[int, typer.Option(help="Passes over the texts (a checkpoint after each).")] = default(
         HealConfig, "epochs"

@@ -118,7 +118,13 @@ Calibration = Annotated[
     ),
 ]
 Field = Annotated[
-    Optional[str], typer.Option(help="JSONL field holding the text (default 'text').", envvar="LAYERPICK_FIELD")
+    Optional[str],
+    typer.Option(
+        "--field",
+        help="The field holding the text in JSONL texts: --calibration's and --fit-texts' alike (default 'text'; "
+        "export and validate from a --report: the field it was selected with).",
+        envvar="LAYERPICK_FIELD",
+    ),
 ]
 Limit = Annotated[
     Optional[int],

@@ -74,6 +74,7 @@ def validate(
     prompt: opt.Prompt = default(ValidateConfig, "prompt"),
     transform: opt.Transform = default(ValidateConfig, "transform"),
     fit_texts: opt.FitTexts = default(ValidateConfig, "fit_texts"),
+    field: opt.Field = default(ValidateConfig, "field"),
     representation: opt.Representation = default(ValidateConfig, "representation"),
     batch_size: opt.BatchSize = default(ValidateConfig, "batch_size"),
     max_length: opt.MaxLength = default(ValidateConfig, "max_length"),

@@ -31,11 +31,12 @@ class BenchConfig:
     threads: int | None = None
     backend: str = "torch"  # what runs the export: torch, onnx or onnx-int8 (the full model always runs on torch)
 
-    def validate(self) -> "BenchConfig":
+    def validate(self, prefix: str = "--") -> "BenchConfig":
+        """This config, checked; errors name the options as `prefix` spells them (`run`: `--bench-`)."""
         if not self.batch_sizes or any(size < 1 for size in self.batch_sizes):
             raise BenchError(f"batch sizes must be positive integers (got {list(self.batch_sizes)})")
         if self.texts < 1 or self.repeats < 1:
-            raise BenchError(f"--texts and --repeats must be at least 1 (got {self.texts}, {self.repeats})")
+            raise BenchError(f"{prefix}texts and {prefix}repeats must be at least 1 (got {self.texts}, {self.repeats})")
         problem = runtime_problem(self.backend, self.device, self.threads)
         if problem:
             raise BenchError(problem)

@@ -28,12 +28,17 @@ EMBEDDED = "embedded"
 MAX_SOURCE_BYTES = 512 * 2**20
 MAX_SOURCE_LINES = 2_000_000
 TASK_TEXT_FIELDS = ("text", "sentence1", "sentence2", "sentences")
+DEFAULT_FIELD = "text"  # the JSONL field a text is read from when no --field is given
 
 
 @dataclass(frozen=True)
 class CalibrationSet:
+    """The texts, the source they were read from, and the JSONL field they were read from (None: a text file, a
+    folder, the embedded set, or JSONL read from its default field `text`)."""
+
     texts: list[str]
     source: str
+    field: str | None = None
 
     @property
     def sha256(self) -> str:
@@ -43,7 +48,8 @@ class CalibrationSet:
         return digest.hexdigest()
 
     def describe(self) -> dict:
-        return {"source": self.source, "count": len(self.texts), "sha256": self.sha256}
+        described = {"source": self.source, "count": len(self.texts), "sha256": self.sha256}
+        return {**described, "field": self.field} if self.field is not None else described
 
 
 def load_calibration(
@@ -52,14 +58,14 @@ def load_calibration(
     """Texts from `source` (the embedded set when None), cleaned, deduplicated, optionally sampled."""
     if limit is not None and limit < 1:
         raise CalibrationError(f"--limit must be at least 1 (got {limit})")
-    raw, name = _read_source(source, field)
+    raw, name, read_field = _read_source(source, field)
     texts = clean(raw)
     if not texts:
         raise CalibrationError(f"calibration source {name} contains no texts")
     if limit is not None and limit < len(texts):
         keep = sorted(random.Random(seed).sample(range(len(texts)), limit))
         texts = [texts[i] for i in keep]
-    return CalibrationSet(texts, name)
+    return CalibrationSet(texts, name, read_field)
 
 
 def clean(texts: list[str]) -> list[str]:
@@ -74,19 +80,60 @@ def clean(texts: list[str]) -> list[str]:
     return out
 
 
-def _read_source(source: str | Path | None, field: str | None) -> tuple[list[str], str]:
+def _read_source(source: str | Path | None, field: str | None) -> tuple[list[str], str, str | None]:
+    """The raw texts, the recorded name, and the JSONL field they were read from (None: not JSONL, or `text`)."""
     if source is None or str(source) == EMBEDDED:
         data = resources.files("layerpick").joinpath("data/calibration.txt").read_text(encoding="utf-8")
-        return data.splitlines(), EMBEDDED
+        return data.splitlines(), EMBEDDED, None
     path = Path(source).expanduser()
     if path.is_dir():
-        return _read_task_folder(path), recorded_name(path)
+        return _read_task_folder(path), recorded_name(path), None
     if not path.exists():
         raise CalibrationError(f"calibration file not found: {path}")
     data = read_source_bytes(path)
-    if path.suffix == ".jsonl" or (field is not None and not path.is_file()):
-        return _read_jsonl_field(data, path, field or "text"), recorded_name(path)
-    return _decode(data, path).splitlines(), recorded_name(path)
+    if _reads_as_jsonl(path, field):
+        read = field or DEFAULT_FIELD
+        return _read_jsonl_field(data, path, read), recorded_name(path), None if read == DEFAULT_FIELD else read
+    return _decode(data, path).splitlines(), recorded_name(path), None
+
+
+def _reads_as_jsonl(path: Path, field: str | None) -> bool:
+    """A `.jsonl` file, or a stream (a pipe, a device) when a field is named."""
+    return path.suffix == ".jsonl" or (field is not None and not path.is_file() and not path.is_dir())
+
+
+def check_field(field: str | None, sources: dict[str, str | Path | None], why: str = "") -> None:
+    """`--field` names the text's field in JSONL texts: refused in one line when none of `sources` (option ->
+    the source it reads; None: the embedded set) is JSONL, where it would be ignored without a word. `why`
+    says why a command reads no texts at all (an empty `sources`)."""
+    if field is None:
+        return
+    if not field.strip():
+        raise CalibrationError("--field must name a JSONL field (got an empty string)")
+    named = {option: source for option, source in sources.items() if source is not None and str(source) != EMBEDDED}
+    if any(_may_be_jsonl(Path(source).expanduser(), field) for source in named.values()):
+        return
+    if not sources:
+        raise CalibrationError(
+            f"--field {field} names the text's field in JSONL texts, and no texts are read here{why}"
+        )
+    if not named:
+        options = " or ".join(sources)
+        raise CalibrationError(
+            f"--field {field} names the text's field in JSONL texts, and {options} is the embedded set here: "
+            f"give a JSONL file with {options}"
+        )
+    given = ", ".join(f"{option} {source}" for option, source in named.items())
+    raise CalibrationError(
+        f"--field {field} names the text's field in JSONL texts, and {given} "
+        f"{'is' if len(named) == 1 else 'are'} not JSONL (a text file: one text per line; a task folder: its own "
+        "fields); drop --field or give a .jsonl file"
+    )
+
+
+def _may_be_jsonl(path: Path, field: str) -> bool:
+    """Read as JSONL with `field`, or missing (its own error names it then)."""
+    return not path.exists() or (not path.is_dir() and _reads_as_jsonl(path, field))
 
 
 def recorded_name(path: Path) -> str:

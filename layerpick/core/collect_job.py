@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from layerpick._util.atomic import atomic_file
 from layerpick._util.disk import check_free
 from layerpick._util.outputs import check_output_location
-from layerpick.core.calibration import load_calibration
+from layerpick.core.calibration import check_field, load_calibration
 from layerpick.core.collect import CollectConfig, LayerStates, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.core.prompts import parse_prompt
@@ -59,6 +59,7 @@ def collect_layers(
     load_options.check()
     if output is not None:
         check_output_location(Path(output), "--output", is_file=True)
+    check_field(field, {"--calibration": calibration})
     texts = load_calibration(calibration, field=field, limit=limit, seed=seed)
     loaded = load_model(model, load_options)
     states = collect(loaded, texts.texts, config)

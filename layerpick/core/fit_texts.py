@@ -27,10 +27,11 @@ FIT_TEXTS_PER_DIM = 2
 logger = logging.getLogger(__name__)
 
 
-def load_fit_texts(source: str | None, *, limit: int = FIT_LIMIT) -> CalibrationSet:
-    """The fit texts from `source` (None: the embedded calibration set), cleaned, deduplicated, sampled."""
+def load_fit_texts(source: str | None, *, field: str | None = None, limit: int | None = FIT_LIMIT) -> CalibrationSet:
+    """The fit texts from `source` (None: the embedded calibration set; JSONL read from `field`, default `text`),
+    cleaned, deduplicated, sampled."""
     try:
-        return load_calibration(source, limit=limit, seed=FIT_SEED)
+        return load_calibration(source, field=field, limit=limit, seed=FIT_SEED)
     except CalibrationError as error:
         raise CalibrationError(f"--fit-texts: {error}") from None
 
@@ -50,6 +51,20 @@ def report_fit_source(report: Any) -> str | None:
     return source
 
 
+def report_fit_field(report: Any) -> str | None:
+    """The JSONL field a select report's fit texts were read from (None: the default `text`, or not JSONL)."""
+    transform = getattr(report, "transform", None) or {}
+    return (transform.get("fit") or {}).get("field")
+
+
+def fit_field(given_source: str | None, given_field: str | None, report: Any) -> str | None:
+    """The field the fit texts are read from: --field, else, for the report's own fit texts (no --fit-texts),
+    the field they were selected with."""
+    if given_field is not None or given_source is not None:
+        return given_field
+    return report_fit_field(report)
+
+
 def check_transform_representation(representation: str) -> None:
     """A transform is fitted on what the export ships; the raw residual stream is never exported."""
     if representation != "exported":
@@ -60,7 +75,12 @@ def check_transform_representation(representation: str) -> None:
 
 
 def prepare_fit(
-    specs: "tuple[TransformSpec, ...]", source: str | None, representation: str, model: str | None, load_options: Any
+    specs: "tuple[TransformSpec, ...]",
+    source: str | None,
+    representation: str,
+    model: str | None,
+    load_options: Any,
+    field: str | None = None,
 ) -> CalibrationSet | None:
     """The fit texts for `specs` (None when every one is `none`), after checking, before the model loads, the
     representation, the fit set's size against each transform and, where config.json tells it without loading,
@@ -68,7 +88,7 @@ def prepare_fit(
     if all(spec.is_identity for spec in specs):
         return None
     check_transform_representation(representation)
-    texts = load_fit_texts(source)
+    texts = load_fit_texts(source, field=field)
     from layerpick.core.models import peek_hidden_size
 
     width = peek_hidden_size(model, load_options) if model else None
@@ -100,7 +120,9 @@ AUTO = "auto"
 AUTO_WHITEN_DIM = 256  # the whitening `auto` scores beside no transform, for a model that is not an embedder
 
 
-def expand_auto(value: str | None, model: str | None, load_options: Any, fit_source: str | None = None) -> str | None:
+def expand_auto(
+    value: str | None, model: str | None, load_options: Any, fit_source: str | None = None, field: str | None = None
+) -> str | None:
     """`auto` in a transform list: `none` for a trained sentence embedder (a model that ships its own
     sentence-transformers pipeline); for any other model `none,whiten-D`, both scored, the rule choosing between
     them (benchmarks/results/transforms.md), with D = 256, or less where the hidden size (read from config.json
@@ -113,6 +135,6 @@ def expand_auto(value: str | None, model: str | None, load_options: Any, fit_sou
         chosen = "none"
     else:
         width = (peek_hidden_size(model, load_options) if model else None) or AUTO_WHITEN_DIM
-        dim = min(AUTO_WHITEN_DIM, width, len(load_fit_texts(fit_source).texts) // FIT_TEXTS_PER_DIM)
+        dim = min(AUTO_WHITEN_DIM, width, len(load_fit_texts(fit_source, field=field).texts) // FIT_TEXTS_PER_DIM)
         chosen = f"none,whiten-{dim}" if dim >= 2 else "none"
     return ",".join(chosen if part.strip().lower() == AUTO else part for part in value.split(","))

@@ -155,16 +155,18 @@ class FitSet:
     source: str
     count: int
     sha256: str
+    field: str | None = None  # the JSONL field the texts were read from (None: `text`, or not JSONL)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "count": self.count, "sha256": self.sha256}
+        recorded = {"source": self.source, "count": self.count, "sha256": self.sha256}
+        return {**recorded, "field": self.field} if self.field is not None else recorded
 
 
-def fit_set_of(texts: Sequence[str], source: str) -> FitSet:
+def fit_set_of(texts: Sequence[str], source: str, field: str | None = None) -> FitSet:
     """The fit set's record; its hash is the calibration set's (`CalibrationSet.sha256`) for the same texts."""
     from layerpick.core.calibration import CalibrationSet
 
-    return FitSet(source, len(texts), CalibrationSet(list(texts), source).sha256)
+    return FitSet(source, len(texts), CalibrationSet(list(texts), source).sha256, field)
 
 
 def fit(spec: TransformSpec, states: np.ndarray | torch.Tensor) -> AffineMap | None:

@@ -33,4 +33,5 @@ class ExportConfig:
     prompt: str | Prompt | None = None
     transform: str | None = None  # a post-pooling transform (`whiten-256`); None: the report's, else none
     fit_texts: str | None = None  # what the transform is fitted on; None: the report's fit set, else the embedded
+    field: str | None = None  # the text's field in JSONL fit texts; None: the report's (for its fit set), else `text`
     static_dims: int | None = None  # the PCA dimension of a static table (format "static")

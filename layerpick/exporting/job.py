@@ -37,7 +37,8 @@ from layerpick.core.prompts import (
     prompt_from_json,
 )
 from layerpick.errors import LayerpickError, LayerRangeError, ReportFormatError
-from layerpick.core.fit_texts import AUTO, expand_auto
+from layerpick.core.calibration import check_field
+from layerpick.core.fit_texts import AUTO, expand_auto, fit_field
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.exporting import model_card, prompted, st_layout, static, transformed
 from layerpick.exporting.onnx import step as onnx_step
@@ -164,16 +165,25 @@ def check_request(
         config.pooling,
         config.representation,
         config.prompt,
-        export_transform(config.transform, model, load_options, config.fit_texts, config.report is not None),
+        export_transform(
+            config.transform, model, load_options, config.fit_texts, config.report is not None, config.field
+        ),
     )
     plan = static.table_plan(config, plan)
+    source = transformed.fit_source(config.fit_texts, plan.report)
+    check_field(
+        config.field,
+        {} if plan.transform.is_identity else {"--fit-texts": source},
+        " (--field reads the fit texts of a --transform)",
+    )
     fit_texts = transformed.prepare_fit_texts(
         plan.transform,
-        transformed.fit_source(config.fit_texts, plan.report),
+        source,
         plan.representation,
         model,
         load_options,
         plan.report.transform if plan.report else None,
+        fit_field(config.fit_texts, config.field, plan.report),
     )
     with_onnx = onnx_step.check_request(config.format, config.quantize, load_options.dtype, load_options.device_map)
     static_request = static.check_request(config, plan, load_options, model)
@@ -269,6 +279,7 @@ def cut_and_save(
             prompt=None if plan.report_path or plan.prompt.is_plain else plan.prompt.cli_value(),
             transform=None if plan.report_path or plan.transform.is_identity else plan.transform.label,
             fit_texts=config.fit_texts,
+            field=config.field,
         )
         facts = model_card.ExportFacts(
             model=model,
@@ -421,7 +432,12 @@ def make_plan(
 
 
 def export_transform(
-    value: str | None, model: str, load_options: LoadOptions, fit_source: Any, from_report: bool
+    value: str | None,
+    model: str,
+    load_options: LoadOptions,
+    fit_source: Any,
+    from_report: bool,
+    field: str | None = None,
 ) -> str | None:
     """The transform an export ships, with `auto` resolved in the user's words: from a report, `auto` is the
     report's own choice (None); with --layer it resolves as select resolves it (`none` for a trained embedder)
@@ -430,7 +446,7 @@ def export_transform(
         return value
     if from_report:
         return None
-    resolved = expand_auto(value, model, load_options, fit_source)
+    resolved = expand_auto(value, model, load_options, fit_source, field)
     if len(parse_transforms(resolved)) > 1:
         both = " and ".join(resolved.split(","))
         raise ExportError(

@@ -91,6 +91,7 @@ def reproduce_command(
     transform: str | None = None,
     fit_texts: str | None = None,
     static_dims: int | None = None,
+    field: str | None = None,
 ) -> str:
     """The `layerpick export` command line equivalent to an export_model call."""
     words = ["layerpick", "export", model]
@@ -108,6 +109,8 @@ def reproduce_command(
         words += ["--transform", transform]
     if fit_texts and transform:
         words += ["--fit-texts", fit_texts]
+    if field and (transform or report_path):
+        words += ["--field", field]
     words += load_options.cli_flags()
     words += ["--format", format] if format != "sentence-transformers" else []
     words += ["--quantize", quantize] if quantize else []

@@ -39,7 +39,7 @@ class FittedTransform:
     def to_json(self) -> dict[str, Any]:
         return {
             **self.spec.to_json(),
-            "fit": fit_set_of(self.fit_texts.texts, self.fit_texts.source).to_json(),
+            "fit": fit_set_of(self.fit_texts.texts, self.fit_texts.source, self.fit_texts.field).to_json(),
             "output_dim": self.affine.out_dim,
             "module": "sentence_transformers.models.Dense",
         }
@@ -57,12 +57,13 @@ def prepare_fit_texts(
     model: str,
     load_options: Any,
     recorded: dict[str, Any] | None,
+    field: str | None = None,
 ) -> CalibrationSet | None:
     """The fit texts, checked before the model loads (None for `none`); with a report, they must be the texts
     its transform was fitted on."""
     if spec.is_identity:
         return None
-    texts = prepare_fit((spec,), source, representation, model, load_options)
+    texts = prepare_fit((spec,), source, representation, model, load_options, field)
     expected = ((recorded or {}).get("fit") or {}).get("sha256")
     if expected and expected != fit_set_of(texts.texts, texts.source).sha256:
         raise LayerpickError(

@@ -18,6 +18,7 @@ class HealConfig:
 
     layer: int | None = None  # what `layerpick.heal` cuts after; the model must have more layers
     fit_texts: str | None = None
+    field: str | None = None  # the text's field in JSONL fit texts (None: `text`)
     pooling: str | None = None  # how the cut (and a raw model's teacher at layer L) pools; None: as export does
     epochs: int = 2
     learning_rate: float = 1e-4

@@ -22,6 +22,7 @@ from layerpick._util.disk import check_free, tree_bytes
 from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
+from layerpick.core.calibration import check_field
 from layerpick.core.models import LoadOptions, peek_num_layers, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.errors import LayerpickError, LayerRangeError
@@ -94,8 +95,9 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     load_options.check()
     if load_options.dtype != "float32" or load_options.device_map:
         raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")
+    check_field(config.field, {"--fit-texts": config.fit_texts})
     if not heal_texts.is_corpus_folder(config.fit_texts):
-        texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts), config.max_texts, config.seed)
+        texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts, config.field), config.max_texts, config.seed)
         heal_texts.split(texts.texts, config.held_out, config.seed)  # too few texts: refused before loading
 
 
@@ -133,6 +135,7 @@ def _heal(
         held_out=config.held_out,
         max_texts=config.max_texts,
         seed=config.seed,
+        field=config.field,
     )
     workspace.settle_texts(work, texts.texts.sha256)
     vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, work, device, config.progress)
@@ -225,6 +228,7 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
     default = HealConfig()
     for name in (
         "fit_texts",
+        "field",
         "pooling",
         "epochs",
         "learning_rate",

@@ -57,12 +57,19 @@ def is_corpus_folder(source: str | None) -> bool:
 
 
 def prepare_texts(
-    source: str | None, tokenizer, max_tokens: int, *, held_out: float, max_texts: int | None, seed: int
+    source: str | None,
+    tokenizer,
+    max_tokens: int,
+    *,
+    held_out: float,
+    max_texts: int | None,
+    seed: int,
+    field: str | None = None,
 ) -> HealTexts:
     """The texts from `source` (a BEIR folder's corpus in passages of at most `max_tokens` tokens of `tokenizer`),
     at most `max_texts` of them (a seeded sample), split into train and held-out shares."""
     passages = is_corpus_folder(source)
-    texts = corpus_passages(Path(source).expanduser(), tokenizer, max_tokens) if passages else read_texts(source)
+    texts = corpus_passages(Path(source).expanduser(), tokenizer, max_tokens) if passages else read_texts(source, field)
     texts = sample(texts, max_texts, seed)
     train, held = split(texts.texts, held_out, seed)
     warn_if_thin(len(texts.texts), texts.source)
@@ -70,9 +77,9 @@ def prepare_texts(
     return HealTexts(texts, train, held, passages)
 
 
-def read_texts(source: str | None) -> CalibrationSet:
-    """Every text of `source` (None: the embedded calibration set), cleaned and deduplicated."""
-    return load_fit_texts(source, limit=None)
+def read_texts(source: str | None, field: str | None = None) -> CalibrationSet:
+    """Every text of `source` (None: the embedded calibration set; JSONL from `field`), cleaned and deduplicated."""
+    return load_fit_texts(source, field=field, limit=None)
 
 
 def corpus_passages(folder: Path, tokenizer, max_tokens: int) -> CalibrationSet:

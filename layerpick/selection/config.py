@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layerpick.core.calibration import check_field
 from layerpick.core.collect import CollectConfig
 from layerpick.errors import LayerpickError
 from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
@@ -23,7 +24,7 @@ DEFAULT_LIMIT = 256
 @dataclass(frozen=True)
 class SelectConfig:
     calibration: str | None = None
-    field: str | None = None
+    field: str | None = None  # --field: the text's field in JSONL calibration and fit texts (None: `text`)
     limit: int | None = DEFAULT_LIMIT
     metrics: str = ALL_METRICS
     rule: str = DEFAULT_RULE
@@ -48,4 +49,5 @@ class SelectConfig:
             raise LayerpickError(f"--limit must be at least 1 (got {self.limit})")
         self.collect.check()
         self.scoring.check()
+        check_field(self.field, {"--calibration": self.calibration, "--fit-texts": self.fit_texts})
         return requested + [get_metric(name) for name in rule.metrics if name not in names]

@@ -51,6 +51,7 @@ def run_select(
             model,
             load_options,
             _fit_source(config),
+            config.field,
         )
     )
     fit_texts = select_fit_texts(transforms, config, model, load_options)
@@ -181,7 +182,9 @@ def select_fit_texts(
 ) -> CalibrationSet | None:
     """The fit set (None when no transform needs one): --fit-texts, else the calibration source; checked
     against every transform before loading."""
-    return prepare_fit(tuple(transforms), _fit_source(config), config.collect.representation, model, load_options)
+    return prepare_fit(
+        tuple(transforms), _fit_source(config), config.collect.representation, model, load_options, config.field
+    )
 
 
 def _fit_source(config: SelectConfig) -> str | None:

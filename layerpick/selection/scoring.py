@@ -161,7 +161,7 @@ def _fit_transforms(loaded, transforms, fit_texts, collect_config, clock) -> dic
     states = collect(loaded, loaded.pipeline.prepare(fit_texts.texts), collect_config).pooled
     clock["forward_s"] += time.perf_counter() - start
     start = time.perf_counter()
-    fit_set = fit_set_of(fit_texts.texts, fit_texts.source)
+    fit_set = fit_set_of(fit_texts.texts, fit_texts.source, fit_texts.field)
     fitted = {}
     for spec in fitting:
         spec.check(hidden_size=states.shape[-1], fit_count=states.shape[1])

@@ -40,5 +40,6 @@ class ValidateConfig:
     prompt: str | None = None  # a template or names ("none,eol"); None: the report's template, else none
     transform: str | None = None  # post-pooling transforms ("none,whiten-256"); None: the report's, else none
     fit_texts: str | None = None  # the unlabelled texts transforms are fitted on; None: the calibration set
+    field: str | None = None  # the text's field in JSONL fit texts; None: the report's (for its fit set), else `text`
     static_exports: Sequence[Path] = ()  # static exports of the model, scored beside its layers (`--static`)
     documents_by: str | None = None  # retrieval tasks' documents by this sentence-transformers model (asymmetric)

@@ -36,7 +36,8 @@ from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import LayerCosts
 from layerpick.core.layer_list import check_layer_syntax, parse_layer_list
 from layerpick.core.models import LoadOptions
-from layerpick.core.fit_texts import expand_auto, prepare_fit, report_fit_source
+from layerpick.core.calibration import check_field
+from layerpick.core.fit_texts import expand_auto, fit_field, prepare_fit, report_fit_source
 from layerpick.core.transform import IDENTITY, TransformSpec, parse_transforms, transform_from_json
 from layerpick.core.prompts import (
     DEFAULT_PROMPT,
@@ -131,17 +132,25 @@ def _validate(
     specs = resolve_tasks(tasks, config.task_data)
     select = _read_report(config.report)
     prompts = validation_prompts(config.prompt, select)
-    transforms = validation_transforms(expand_auto(config.transform, model, load_options, config.fit_texts), select)
+    transforms = validation_transforms(
+        expand_auto(config.transform, model, load_options, config.fit_texts, config.field), select
+    )
+    source = config.fit_texts if config.fit_texts is not None else report_fit_source(select)
+    fitted = not config.exported_dir and not all(spec.is_identity for spec in transforms)
+    check_field(
+        config.field, {"--fit-texts": source} if fitted else {}, " (--field reads the fit texts of a --transform)"
+    )
     fit_texts = (
-        None
-        if config.exported_dir
-        else prepare_fit(
+        prepare_fit(
             transforms,
-            config.fit_texts if config.fit_texts is not None else report_fit_source(select),
+            source,
             config.representation,
             model,
             load_options,
+            fit_field(config.fit_texts, config.field, select),
         )
+        if fitted
+        else None
     )
     options = SourceOptions(
         load_options,

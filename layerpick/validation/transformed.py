@@ -31,7 +31,7 @@ def transformed_setup(setup: Setup, spec: TransformSpec, fit_texts: CalibrationS
     spec.check(hidden_size=setup.embed_dim, fit_count=len(texts))
     setup.source.ensure(texts)
     maps = {layer: fit(spec, setup.source.store.layer(texts, slot)) for layer, slot in setup.slots.items()}
-    fit_set = fit_set_of(texts, fit_texts.source)
+    fit_set = fit_set_of(texts, fit_texts.source, fit_texts.field)
     out_dim = next(iter(maps.values())).out_dim
     described = {**spec.to_json(), "fit": fit_set.to_json(), "output_dim": out_dim}
     tag = f"{spec.label}-{fit_set.sha256[:8]}"

@@ -354,7 +354,7 @@ def _validate(
         choice=config.choice,
         prompt=config.select.prompt,  # None: the report's template; several: every template side by side
         transform=config.select.transform,
-        fit_texts=config.select.fit_texts,
+        **_fit_settings(config.select, _report_fits(read_select_report(output / "select" / REPORT_FILE))),
         static_exports=config.static_exports,
     )  # None: the report's transform
     return run_validation(model, list(config.tasks), settings, load_options=load_options).report
@@ -408,7 +408,7 @@ def _export(
             report=output / "select" / REPORT_FILE,
             overwrite=True,
             progress=progress,
-            fit_texts=config.select.fit_texts,
+            **_fit_settings(config.select, bool((select.transform or {}).get("fit"))),
         )
     else:
         prompt = prompt_from_json(select.prompt)
@@ -424,10 +424,25 @@ def _export(
             progress=progress,
             prompt=prompt,
             transform=transform,
-            fit_texts=config.select.fit_texts,
+            **_fit_settings(config.select, transform not in (None, "none")),
         )
     export_model(model, layer, output / "model", settings, load_options=load_options)
     return ExportMetadata.read(output / "model" / METADATA_FILE)
+
+
+def _fit_settings(select: SelectConfig, fits: bool) -> dict[str, Any]:
+    """The fit texts select fitted on (--fit-texts, else the calibration texts), for the validate and export
+    stages, with --field where the stage fits a transform (a stage that fits none reads no texts)."""
+    source = select.fit_texts if select.fit_texts is not None else select.calibration
+    return {"fit_texts": source, "field": select.field if fits else None}
+
+
+def _report_fits(select: SelectReport | None) -> bool:
+    """Whether a select report scored a fitted transform (its choice's, or any variant's)."""
+    if select is None:
+        return False
+    entries = [select.transform or {}] + [entry.get("transform") or {} for entry in (select.by_prompt or {}).values()]
+    return any(entry.get("fit") for entry in entries)
 
 
 def _bench(bench: BenchConfig, output: Path, progress: bool) -> BenchResult:
@@ -453,10 +468,13 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     texts = load_calibration(select.calibration, field=select.field, limit=select.limit, seed=select.scoring.seed)
     source = select.fit_texts if select.fit_texts is not None else select.calibration
     fit = select_fit_texts(
-        parse_transforms(expand_auto(select.transform or DEFAULT_TRANSFORM, model, LoadOptions(), source)), select
+        parse_transforms(
+            expand_auto(select.transform or DEFAULT_TRANSFORM, model, LoadOptions(), source, select.field)
+        ),
+        select,
     )
     if config.bench is not None:
-        config.bench.validate()
+        config.bench.validate(prefix="--bench-")  # run's options: --bench-texts, --bench-repeats
     facts = {
         "model": str(Path(model).resolve()) if Path(model).exists() else model,
         "model_content": model_fingerprint(model),  # weights, config or tokenizer changed in place: a new key

@@ -16,6 +16,7 @@ first, the message would be about them.
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 from pathlib import Path
@@ -32,6 +33,10 @@ from tests.testkit.faults import (
     RO,
     TRANSFORM_COMMANDS,
     TRANSFORM_FAULTS,
+    CALIBRATION_FIELD_FAULTS,
+    FIELD_FAULTS,
+    FIELD_WITHOUT_TEXTS,
+    field_faults,
     USAGE,
     USER,
     Row,
@@ -307,7 +312,13 @@ ROWS: list[Row] = [
     Row("run", "single-label", "run {random} --tasks {single} --output {ws}/r", USER, ["at least two labels"]),
     Row("run", "layers-word", "run {random} --tasks {sts} --layers first --output {ws}/r", USER, ["--layers must be"]),
     Row("run", "bench-batch-sizes", "run {random} --bench-batch-sizes 0 --output {ws}/r", USAGE, ["batch sizes"]),
-    Row("run", "bench-texts-0", "run {random} --bench-texts 0 --output {ws}/r", USER, ["--texts and --repeats"]),
+    Row(
+        "run",
+        "bench-texts-0",
+        "run {random} --bench-texts 0 --output {ws}/r",
+        USER,
+        ["--bench-texts and --bench-repeats must be at least 1"],
+    ),
     Row("run", "output-unwritable", "run {random} --output " + RO + "/r", USER, [f"cannot write --output {RO}/r"]),
     Row("run", "output-foreign", "run {random} --output {foreign}", USER, ["holds no earlier layerpick run"]),
     Row("run", "output-is-a-file", "run {random} --output {file}", USER, ["exists and is not a directory"]),
@@ -392,6 +403,13 @@ ROWS: list[Row] = [
         ["--transform takes one transform for an export"],
     ),
     *option_fault_rows("run", RUN, TRANSFORM_FAULTS),
+    # --field: every command that reads texts takes it for all of them; a field no JSONL source is read with is refused
+    *option_fault_rows("select", SELECT, FIELD_FAULTS + CALIBRATION_FIELD_FAULTS),
+    *option_fault_rows("run", RUN, FIELD_FAULTS + CALIBRATION_FIELD_FAULTS),
+    *option_fault_rows("collect", COLLECT, CALIBRATION_FIELD_FAULTS),
+    *option_fault_rows("export", EXPORT, FIELD_FAULTS + (FIELD_WITHOUT_TEXTS,)),
+    *option_fault_rows("validate", VALIDATE, FIELD_FAULTS + (FIELD_WITHOUT_TEXTS,)),
+    *option_fault_rows("heal", HEAL, field_faults("--fit-texts {src}")),
     # export --format static
     Row(
         "export",
@@ -509,10 +527,22 @@ def test_fault(row: Row, fixtures, workspace, busy_port, capsys):
     for word in row.words:
         assert word.format(**values) in err, f"{word!r} not in {err!r}"
     assert "Traceback" not in err
+    assert not foreign_options(row.command, err), f"the message names options {row.command} lacks: {err}"
     assert tree(workspace) == before, "something was written"
     for name in ("foreign", "report", "file"):
         assert Path(fixtures[name]).exists()
     assert tree(Path(fixtures["foreign"])) == ["keep.txt"]
+
+
+def foreign_options(command: str, message: str) -> set[str]:
+    """The options `message` names that `layerpick command` does not have (a message must name options the
+    user can give to the command they ran; `layerpick OTHER --option` names another command's, and is skipped)."""
+    commands = cli_commands()
+    if command not in commands:
+        return set()
+    own = {name for parameter in commands[command].params for name in (*parameter.opts, *parameter.secondary_opts)}
+    message = re.sub(r"layerpick [a-z]+ [^;:()]*", "", message)  # a command line of another command
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", message)) - own
 
 
 def cli_commands() -> dict:
@@ -543,6 +573,13 @@ def test_the_model_loading_commands_are_every_command_that_loads_a_model():
 def test_every_model_loading_command_carries_every_model_and_device_fault():
     missing = missing_pairs(ROWS, MODEL_LOADING_COMMANDS, MODEL_FAULTS + DEVICE_FAULTS)
     assert not missing, f"(command, fault) pairs the matrix lacks: {missing}"
+
+
+def test_every_command_that_reads_texts_takes_one_field_option():
+    """A command that reads JSONL texts (--calibration, --fit-texts) reads every one of them with --field."""
+    for name, command in cli_commands().items():
+        names = {parameter.name for parameter in command.params}
+        assert not ({"calibration", "fit_texts"} & names) or "field" in names, name
 
 
 def test_every_transform_command_carries_every_transform_fault():

@@ -116,6 +116,46 @@ TRANSFORM_FAULTS = (  # select, validate, export and run: checked before the ({r
 )
 
 
+# The JSONL field (`--field`): every command that reads texts takes it for every text it reads, and a message that
+# says "use --field" names an option the command has; a field no JSONL source is read with is refused.
+TEXT_COMMANDS = ("select", "collect", "export", "heal", "validate", "run")
+
+
+def field_faults(texts: str, prefix: str = "") -> tuple[Fault, ...]:
+    """The field faults of a command that reads its texts with the options `texts` ({src} the source), their cases
+    named with `prefix`."""
+    return (
+        Fault(
+            prefix + "field-absent-from-jsonl",
+            texts.format(src="{bodyjsonl}"),
+            USER,
+            ["{bodyjsonl}: line 1 has no text field 'text' (its fields: body); use --field"],
+        ),
+        Fault(
+            prefix + "field-with-a-text-file",
+            texts.format(src="{fewfit}") + " --field body",
+            USER,
+            ["--field body names the text's field in JSONL texts", "{fewfit} is not JSONL"],
+        ),
+        Fault(
+            prefix + "field-with-a-task-folder",
+            texts.format(src="{sts}") + " --field body",
+            USER,
+            ["--field body names the text's field in JSONL texts", "{sts} is not JSONL"],
+        ),
+    )
+
+
+FIELD_FAULTS = field_faults("--transform center --fit-texts {src}")
+CALIBRATION_FIELD_FAULTS = field_faults("--calibration {src}", "calibration-")
+FIELD_WITHOUT_TEXTS = Fault(  # export and validate read texts only to fit a transform
+    "field-without-a-transform",
+    "--field body",
+    USER,
+    ["--field body names the text's field in JSONL texts, and no texts are read here", "--transform"],
+)
+
+
 def model_fault_rows(command: str, tail: str) -> list[Row]:
     """`command MODEL tail` for every model fault, then `command {random} tail OPTION` for every device fault."""
     return [
@@ -345,5 +385,6 @@ def unscorable(root: Path) -> dict[str, Path]:
         "nodocs": write_qrels(retrieval_folder(root, "nodocs"), [(f"q{i}", f"gone{i}") for i in range(4)]),
         "noqueries": write_qrels(retrieval_folder(root, "noqueries"), [(f"who{i}", f"d{i}") for i in range(4)]),
         "numtext": write(root / "numtext.jsonl", b'{"text": 3}\n'),
+        "bodyjsonl": write(root / "body.jsonl", b'{"body": "a text in another field"}\n'),
         "unscored": write(root / "unscored" / "validation.json", json.dumps(unscored).encode()),
     }
