@@ -79,6 +79,10 @@ def bench(
     Example: layerpick bench ./smollm2-k15 --batch-sizes 1,32 --texts 128 --threads 4 --json
     """
     config = opt.build(BenchConfig, locals(), batch_sizes=opt.parse_sizes(batch_sizes, "--batch-sizes"))
+    if output is not None and layers is None and validation is None and not static:
+        raise typer.BadParameter(
+            "applies with --layers (cuts.json, cuts.md, cuts.png); one bench writes nothing", param_hint="--output"
+        )
     if layers is not None or validation is not None or static:
         from layerpick.benchmark.cuts_output import bench_cuts_and_write  # torch only when a bench runs
 

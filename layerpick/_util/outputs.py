@@ -57,6 +57,7 @@ def check_replaceable(
     """Raise OutputExistsError unless the folder `path` may be written: missing, empty, or (with `overwrite`)
     holding an earlier layerpick `what` (`owned(path)` says so)."""
     path = Path(path)
+    _check_links(path, f"{option} {path}")  # a loop is told as one, by every command
     if not path.exists() and not path.is_symlink():
         return
     label = f"{option} {path}"
@@ -82,6 +83,7 @@ def check_output_location(path: Path, option: str | None = "--output", *, is_fil
     file is removed again."""
     path = Path(path).expanduser()
     label = f"{option} {path}" if option else str(path)
+    _check_links(path, label)
     if path.exists():
         if is_file and path.is_dir():
             raise OutputLocationError(f"cannot write {label}: it is a directory, not a file")
@@ -93,6 +95,20 @@ def check_output_location(path: Path, option: str | None = "--output", *, is_fil
         if not holder.is_dir():
             raise OutputLocationError(f"cannot write {label}: {holder} is a file, not a directory")
     _probe(holder, label, "it" if holder == path else str(holder))
+
+
+def _check_links(path: Path, label: str) -> None:
+    """Refuse a path that runs through a symbolic link that loops or points nowhere (`Path.exists` says False
+    for both, and the first write then fails deep inside a library)."""
+    for part in (path, *path.parents):
+        if not os.path.islink(part):
+            continue
+        try:
+            os.stat(part)
+        except OSError as error:
+            what = "loops (too many levels of symbolic links)" if error.errno == errno.ELOOP else "points nowhere"
+            where = "it" if part == path else str(part)
+            raise OutputLocationError(f"cannot write {label}: {where} is a symbolic link that {what}") from None
 
 
 def _nearest_existing(path: Path) -> Path:

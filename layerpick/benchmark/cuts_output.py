@@ -213,15 +213,17 @@ def bench_cuts_and_write(
     """`layerpick bench SOURCE --layers ...`: plan the cuts (and `--static` tables, the `--validation` frontier),
     time them against the full model, and write cuts.json, cuts.md and cuts.png into `output` (None:
     layerpick-out/<model>/bench)."""
-    from layerpick._util.outputs import model_output_dir
+    from layerpick._util.outputs import check_output_location, model_output_dir
     from layerpick.core.models import LoadOptions
 
     if layers is None:
         needs = ("--static", "2,4") if statics else ("--validation", "frontier")
         raise BenchError(f"{needs[0]} needs --layers (e.g. --layers {needs[1]})")
     plan = plan_cuts(source, layers, validation, config.baseline, statics)
+    target = output or model_output_dir(plan.source) / "bench"
+    check_output_location(target, "--output")  # before the minutes of timing, not after
     result = run_cuts(plan, config.validate(), LoadOptions(device=config.device), progress=progress)
-    return result, write_cuts(result, output or model_output_dir(plan.source) / "bench")
+    return result, write_cuts(result, target)
 
 
 def _mb(value: int | None) -> str:

@@ -37,6 +37,7 @@ from tests.testkit.faults import (
     FIELD_FAULTS,
     FIELD_WITHOUT_TEXTS,
     field_faults,
+    output_fault_rows,
     USAGE,
     USER,
     Row,
@@ -357,6 +358,31 @@ ROWS: list[Row] = [
         "bench {staticexport} --backend onnx --texts 4 --repeats 1 --no-memory",
         USER,
         ["is a static export", "bench it with --backend torch"],
+    ),
+    Row(
+        "bench",
+        "layers-output-unwritable",
+        "bench {export} --layers 1 --output " + RO + "/b",
+        USER,
+        [f"cannot write --output {RO}/b"],
+    ),
+    Row(
+        "bench",
+        "layers-output-is-a-file",
+        "bench {export} --layers 1 --output {file}",
+        USER,
+        ["cannot write --output {file}: it exists and is not a directory"],
+    ),
+    Row(
+        "bench",
+        "layers-output-under-a-file",
+        "bench {export} --layers 1 --output {file}/b",
+        USER,
+        ["is a file, not a directory"],
+    ),
+    *output_fault_rows(),
+    Row(
+        "bench", "output-without-layers", "bench {export} --output {ws}/b", USAGE, ["--output", "applies with --layers"]
     ),
     Row("serve", "not-an-export", "serve {ws}/none --port 0", USER, ["not a sentence-transformers directory"]),
     Row(

@@ -200,3 +200,19 @@ def test_run_bench_texts_cap_the_batch(tiny, tmp_path, capsys):
     bench = json.loads(next(Path(tmp_path / "r").rglob("bench.json")).read_text())
     assert [row["batch_size"] for row in bench["rows"]] == [1, 4]
     assert "batch 4: throughput" in out and "batch 32" not in out
+
+
+@pytest.mark.parametrize("target", ["itself", "nowhere"])
+def test_an_output_through_a_broken_symbolic_link_is_refused_before_any_work(target, tmp_path):
+    """`Path.exists` is False for a link that loops and for one that points nowhere: both are named as what they
+    are, for the link itself and for a path under it (issue 33, cause 9)."""
+    from layerpick._util.outputs import OutputLocationError, check_output_location, check_replaceable
+
+    link = tmp_path / "link"
+    link.symlink_to("link" if target == "itself" else tmp_path / "gone" / "deeper")
+    words = "loops \\(too many levels" if target == "itself" else "points nowhere"
+    for path, is_file in ((link, False), (link / "x", False), (link / "x.safetensors", True)):
+        with pytest.raises(OutputLocationError, match=words):
+            check_output_location(path, "--output", is_file=is_file)
+    with pytest.raises(OutputLocationError, match=words):
+        check_replaceable(link, overwrite=True, owned=lambda path: True, what="export")

@@ -156,6 +156,32 @@ FIELD_WITHOUT_TEXTS = Fault(  # export and validate read texts only to fit a tra
 )
 
 
+# Every output path is checked by one mechanism (`_util.outputs.check_output_location`) before any work: a path
+# through a symbolic link that loops is refused like a read-only one, by every command that writes.
+OUTPUT_COMMANDS = {  # command -> the line before its --output (a run that would do work), and the output's suffix
+    "select": ("select {random}", ""),
+    "collect": ("collect {random}", ".safetensors"),
+    "export": ("export {random} --layer 2", ""),
+    "heal": ("heal {random} --layer 2", ""),
+    "validate": ("validate {random} --tasks {sts}", ""),
+    "run": ("run {random}", ""),
+    "compare": ("compare {report}", ""),
+    "bench": ("bench {export} --layers 1", ""),
+}
+LOOP = "is a symbolic link that loops (too many levels of symbolic links)"
+
+
+def output_fault_rows() -> list[Row]:
+    """Every writing command's --output through a symbolic link loop: the link itself, and a path under it."""
+    rows = []
+    for command, (head, suffix) in OUTPUT_COMMANDS.items():
+        rows.append(Row(command, "output-symlink-loop", f"{head} --output {{loop}}{suffix}", USER, [LOOP]))
+        rows.append(
+            Row(command, "output-under-a-symlink-loop", f"{head} --output {{loop}}/out{suffix}", USER, ["{loop}", LOOP])
+        )
+    return rows
+
+
 def model_fault_rows(command: str, tail: str) -> list[Row]:
     """`command MODEL tail` for every model fault, then `command {random} tail OPTION` for every device fault."""
     return [
@@ -224,6 +250,9 @@ def build_fixtures(tiny: Path, root: Path) -> dict[str, str]:
     paths["latin1"] = write(root / "latin1.txt", "caf\u00e9\n".encode("latin-1"))
     paths["zerowidth"] = write(root / "zerowidth.txt", "a real text\n\u200b\n".encode())
     paths["file"] = write(root / "a-file", b"x")
+    paths["loop"] = root / "loop"
+    paths["loop"].symlink_to("loop")  # a symbolic link to itself
+    (root / "loop.safetensors").symlink_to("loop.safetensors")
     paths["folder"] = root / "a-folder"
     (root / "a-folder.safetensors").mkdir()
     paths["foreign"] = root / "foreign"
