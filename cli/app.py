@@ -5,7 +5,8 @@
 cleans up, prints "layerpick: aborted" and exits 128 + the signal's number (130, 143, 129), also when a library
 swallowed the KeyboardInterrupt or turned it into another error on its way up (`layerpick._util.interrupt`
 remembers the request). Once the command's output is in place the command has succeeded: a signal during its
-final printing is noted and the exit code stays 0. Settings the
+final printing is noted and the exit code stays 0, and once `run` has returned, stop signals are ignored through
+the interpreter's shutdown (`settle`). Settings the
 libraries read once at import time (whether their progress bars draw) are made before they are imported.
 The Typer app itself lives in `layerpick.cli.commands` (`app` here is the same object, imported on use).
 
@@ -30,7 +31,18 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 def main() -> None:
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_interrupt)
-    sys.exit(run(sys.argv[1:]))
+    code = run(sys.argv[1:])
+    settle()
+    sys.exit(code)
+
+
+def settle() -> None:
+    """The command's outcome is decided (its output committed, its last line printed): stop signals are ignored
+    from here to the process's end. The interpreter's shutdown (atexit, freeing torch and the libraries) takes
+    up to seconds, and Python hands SIGINT back to the default action early in it, so a Ctrl-C then killed a
+    finished command (exit 130, no message); an ignored signal stays ignored through the shutdown."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def run(argv: list[str]) -> int:

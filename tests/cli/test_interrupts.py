@@ -169,3 +169,42 @@ def test_an_interrupted_run_resumes(point, tiny_dirs, tmp_path, monkeypatch):
     assert set(again.stages) == set(STAGES)
     assert {stage for stage in STAGES if again.stages[stage]["reused"]} == set(finished)
     assert again.export.parity["passed"] and (out / "bench.json").is_file()
+
+
+# Signals that arrive while the interpreter shuts down: in an atexit handler, and while the modules are freed
+# (after Python has handed SIGINT back to its default action, which killed the process: exit 130, no message).
+SHUTDOWN_LAUNCHER = """
+import atexit, os, signal, sys, time
+sys.argv = ["layerpick", *sys.argv[1:]]
+from layerpick.cli import app
+
+def interrupt_me():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+
+class FreedLate:
+    def __del__(self, kill=os.kill, pid=os.getpid(), sigint=signal.SIGINT, sleep=time.sleep):
+        kill(pid, sigint)  # the module's globals may be gone by now
+        sleep(0.2)
+
+late = FreedLate()
+atexit.register(interrupt_me)
+app.main()
+"""
+
+
+@pytest.mark.parametrize("command", ["export", "select"])
+def test_ctrl_c_during_shutdown_keeps_a_finished_command_a_success(command, tiny_dirs, tmp_path):
+    """After the output is committed and the last line printed, Ctrl-C while the interpreter shuts down does not
+    turn success into failure (issue 33, cause 13)."""
+    out = tmp_path / "out"
+    tail = ["--layer", "1"] if command == "export" else ["--limit", "12", "--metrics", "dime"]
+    done = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN_LAUNCHER, command, tiny_dirs("llama"), *tail, "--output", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "aborted" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert (out / ("layerpick.json" if command == "export" else "report.json")).is_file()
