@@ -68,10 +68,25 @@ def _acquire(lock_file: Path, option: str, path: Path) -> int:
                 f"{option} {path} is being written by process {holder}; wait for it or choose another {option}"
             ) from None
         if _same_file(handle, lock_file):  # not a file its last holder unlinked while we waited to open it
-            os.ftruncate(handle, 0)
-            os.write(handle, f"{os.getpid()}\n".encode())
+            try:
+                os.ftruncate(handle, 0)
+                os.write(handle, f"{os.getpid()}\n".encode())
+            except OSError as error:  # ours (we hold it): removed, and the failure named with the user's path
+                lock_file.unlink(missing_ok=True)
+                os.close(handle)
+                raise _unwritable(error, option, path) from None
             return handle
         os.close(handle)
+
+
+def _unwritable(error: OSError, option: str, path: Path) -> LayerpickError:
+    """A lock file that could not be written, told as the output's problem (a full disk: DiskFullError)."""
+    from layerpick._util.disk import FULL_ERRNOS, DiskFullError
+    from layerpick._util.outputs import OutputLocationError
+
+    if error.errno in FULL_ERRNOS:
+        return DiskFullError(Path(path))
+    return OutputLocationError(f"cannot write {option} {path}: {error.strerror or error}")
 
 
 def _read_holder(handle: int) -> str:

@@ -94,7 +94,7 @@ def check_output_location(path: Path, option: str | None = "--output", *, is_fil
         holder = _nearest_existing(path.parent)
         if not holder.is_dir():
             raise OutputLocationError(f"cannot write {label}: {holder} is a file, not a directory")
-    _probe(holder, label, "it" if holder == path else str(holder))
+    _probe(holder, label, "it" if holder == path else str(holder), path)
 
 
 def _check_links(path: Path, label: str) -> None:
@@ -118,11 +118,29 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def _probe(folder: Path, label: str, where: str) -> None:
+def _probe(folder: Path, label: str, where: str, path: Path) -> None:
+    """Create, write one byte to and remove a file in `folder`: an empty file still fits on a disk whose every
+    block is taken, one byte does not (a full disk is then named before any work, with the user's path)."""
     try:
         handle, name = tempfile.mkstemp(prefix=".layerpick-probe-", dir=folder)
     except OSError as error:
-        reason = REASONS.get(error.errno, f"cannot be written ({error.strerror or error})")
-        raise OutputLocationError(f"cannot write {label}: {where} {reason}") from None
+        _refuse(error, label, where, path)
+    try:
+        os.write(handle, b"\0")
+        os.fsync(handle)
+    except OSError as error:
+        os.close(handle)
+        os.unlink(name)
+        _refuse(error, label, where, path)
     os.close(handle)
     os.unlink(name)
+
+
+def _refuse(error: OSError, label: str, where: str, path: Path) -> None:
+    """The one-line error of a failed probe: a full disk as DiskFullError naming `path`."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        from layerpick._util.disk import DiskFullError  # disk builds on this module
+
+        raise DiskFullError(path) from None
+    reason = REASONS.get(error.errno, f"cannot be written ({error.strerror or error})")
+    raise OutputLocationError(f"cannot write {label}: {where} {reason}") from None

@@ -27,7 +27,7 @@ from mteb import ResultCache
 from mteb.results import TaskResult
 
 from layerpick._util.atomic import write_text_atomic
-from layerpick._util.disk import DiskFullError
+from layerpick._util.disk import DiskFullError, is_disk_full
 from layerpick._util.locks import output_lock
 from layerpick._util.filenames import VALIDATION_FILE
 from layerpick._util.outputs import check_output_location, model_output_dir
@@ -104,9 +104,15 @@ def run_validation(
     try:
         with output_lock(output), ExitStack() as stores:
             return _validate(model, tasks, config, load_options, output, results, started, stores)
-    except BaseException:
+    except BaseException as error:
         _remove_empty_new(fresh)
-        raise
+        if not is_disk_full(error):
+            raise
+        for folder in {output, results} & set(fresh):  # a full disk: none of its half-written results is kept
+            shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(error, DiskFullError):
+            raise
+        raise DiskFullError(output) from error  # said in a library's words (mteb's result files, a plot)
 
 
 def _remove_empty_new(folders: list[Path]) -> None:
@@ -353,9 +359,9 @@ def _run_task(spec: TaskSpec, layers: list[int], setup: Setup, cache: ResultCach
     for layer in layers:
         try:
             _run_pair(outcome, layer, setup, cache)
-        except DiskFullError:
-            raise  # no task can be scored or stored: the command stops, naming the full disk
         except Exception as error:  # noqa: BLE001 - one task's failure must not stop the others
+            if is_disk_full(error):
+                raise  # no task can be scored or stored: the command stops, naming the full disk
             outcome.failure = _one_line(error)
             logger.warning("task %s failed at layer %d: %s", spec.name, layer, outcome.failure)
             logger.debug("traceback", exc_info=True)

@@ -393,6 +393,63 @@ def test_a_full_disk_is_a_user_error_naming_the_path(
     assert sorted(p.name for p in disk.iterdir()) == [], "something was left on the full disk"
 
 
+FULL_BEFORE_ANY_WORK = [  # case, tmpfs size, whether it is filled to 100% first, command line, the output named
+    ("select-full", "64k", True, ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{out}"]),
+    ("export-full", "64k", True, ["export", "{model}", "--layer", "2", "--output", "{out}"]),
+    (
+        "run-full",
+        "64k",
+        True,
+        ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{out}"],
+    ),
+    (
+        "validate-output-nearly-full",
+        "32k",
+        False,
+        ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{out}", "--store", "{store}"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case, size, fill, line", FULL_BEFORE_ANY_WORK, ids=[row[0] for row in FULL_BEFORE_ANY_WORK])
+def test_a_full_disk_names_the_output_and_leaves_nothing(
+    case, size, fill, line, small_disk, tiny_dirs, tmp_path, capsys
+):
+    """On a 100%-full disk (an empty file still fits, one byte does not) select, export and run name their
+    output before any work and leave no `.NAME.lock`; validate's results filling the disk midway leave no
+    half-written folder (issue 33, cause 5)."""
+    disk = small_disk(size)
+    if fill:
+        with (disk / "fill").open("wb") as handle:
+            with pytest.raises(OSError):
+                handle.write(b"\0" * (1 << 20))
+                handle.flush()
+    out = disk / "out"
+    values = {"model": tiny_dirs("llama"), "out": out, "sts": sts_folder(tmp_path), "store": tmp_path / "store"}
+    code, _, err = run_cli([*(str(word).format(**values) for word in line), "-q"], capsys)
+    assert code == 1, err
+    assert one_error_line(err).startswith(f"layerpick: error: no space left on device while writing {out}"), err
+    assert sorted(p.name for p in disk.iterdir()) == (["fill"] if fill else []), "something was left on the disk"
+
+
+def test_a_lock_that_cannot_be_written_is_removed_and_names_the_output(tmp_path, monkeypatch):
+    """The lock file is created before its process id is written: a full disk then fails the write, and the
+    lock file is removed again, the error naming the output (not 'an output')."""
+    import errno
+
+    from layerpick._util import locks
+    from layerpick._util.disk import DiskFullError
+
+    def full(handle, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(locks.os, "write", full)
+    with pytest.raises(DiskFullError, match=f"no space left on device while writing {tmp_path / 'out'}"):
+        with locks.output_lock(tmp_path / "out"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_run_stopped_by_a_full_disk_resumes(small_disk, tiny_dirs, capsys):
     """The select stage fits, the export does not: exit 1 naming the export; with room, the run resumes."""
     disk = small_disk("1m")
