@@ -49,6 +49,15 @@ def serve(
         ),
     ] = default(ServeConfig, "strict_model"),
     threads: opt.Threads = default(ServeConfig, "threads"),
+    drain_timeout_s: Annotated[
+        float,
+        typer.Option(
+            "--drain-timeout",
+            help="Seconds a stop signal leaves the requests in flight to finish; what cannot finish is answered 503 "
+            "with Retry-After before then.",
+            envvar="LAYERPICK_DRAIN_TIMEOUT",
+        ),
+    ] = default(ServeConfig, "drain_timeout_s"),
     backend: opt.Backend = default(ServeConfig, "backend"),
 ) -> None:
     """Serve embeddings over HTTP: POST /v1/embeddings (OpenAI format), GET /health. SIGTERM, SIGHUP or Ctrl-C stops it

@@ -62,6 +62,8 @@ class Batcher:
         self._carry: _Job | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._refusing = False  # set by `refuse_queued`: queued and new work is answered BatcherClosed
+        self.longest_batch_s = 0.0  # the longest batch so far (how long the drain keeps for the last one)
         self._stats = BatchStats()
         self._thread = threading.Thread(target=self._loop, name="layerpick-embed-worker", daemon=True)
         self._thread.start()
@@ -70,10 +72,25 @@ class Batcher:
         """Queue texts; the future resolves to (vectors (n, D), token counts) for them."""
         job = _Job(texts)
         with self._lock:
-            if self._closed:
+            if self._closed or self._refusing:
                 raise BatcherClosed("the embedding worker has stopped")
             self._queue.put(job)
         return job.future
+
+    def refuse_queued(self) -> None:
+        """Answer every queued request, and every later one, BatcherClosed; the batch running now finishes (a
+        draining server's requests that cannot finish before its deadline get a clean refusal, not a cut)."""
+        with self._lock:
+            self._refusing = True
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is _STOP:
+                self._queue.put(_STOP)
+                return
+            item.future.set_exception(BatcherClosed("the server is shutting down"))
 
     def close(self) -> None:
         """Finish everything queued, then stop the worker."""
@@ -91,8 +108,13 @@ class Batcher:
     def _loop(self) -> None:
         while True:
             jobs, stop = self._collect()
-            if jobs:
+            if jobs and self._refusing:  # collected before the refusal: refused like the rest of the queue
+                for job in jobs:
+                    job.future.set_exception(BatcherClosed("the server is shutting down"))
+            elif jobs:
+                started = time.monotonic()
                 self._run(jobs)
+                self.longest_batch_s = max(self.longest_batch_s, time.monotonic() - started)
             if stop:
                 return
 

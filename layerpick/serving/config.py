@@ -36,6 +36,8 @@ class ServeConfig:
     strict_model: bool = False
 
     def validate(self) -> "ServeConfig":
+        if not self.drain_timeout_s > 0:
+            raise ServeError(f"--drain-timeout must be above 0 seconds (got {self.drain_timeout_s})")
         if not 0 <= self.port <= 65535:
             raise ServeError(f"--port must be between 0 and 65535 (got {self.port})")
         for name in ("max_inputs", "max_chars", "batch_size"):

@@ -58,6 +58,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             ("GET", "/health"): lambda: app.health_response(),
             ("POST", "/v1/embeddings"): lambda: app.embeddings_response(self._read_body()),
         }
+        headers: dict[str, str] = {}
         try:
             route = routes.get((method, path))
             if route is None:
@@ -65,10 +66,12 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
             status, payload = route()
         except ApiError as error:
             status, payload = error.status, error.payload()
+            if error.retry_after_s is not None:
+                headers["Retry-After"] = str(error.retry_after_s)
         except Exception:  # noqa: BLE001 - a bug must still get an answer, and a log line
             logger.exception("unexpected error answering %s %s", method, path)
             status, payload = 500, ApiError(500, "internal server error", "server_error").payload()
-        self._send_json(status, payload)
+        self._send_json(status, payload, headers)
 
     def _read_body(self) -> bytes:
         limit = self.server.app.config.max_body_bytes
@@ -86,10 +89,12 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         except TimeoutError:
             raise ApiError(408, "timed out reading the request body", code="timeout") from None
 
-    def _send_json(self, status: int, payload: dict) -> None:
+    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         body = strict_json_dumps(payload, separators=(",", ":")).encode("utf-8")
         try:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -34,9 +34,17 @@ MODEL_NAME_SHOWN = 100  # characters of a refused model name quoted back
 class ApiError(Exception):
     """An HTTP error answered as OpenAI does: {"error": {"message", "type", "code"}}."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        code: str | None = None,
+        retry_after_s: int | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.kind, self.code = status, message, kind, code
+        self.retry_after_s = retry_after_s  # sent as the Retry-After header (a 503 of a draining server)
 
     def payload(self) -> dict:
         return {"error": {"message": self.message, "type": self.kind, "code": self.code}}

@@ -20,7 +20,9 @@ directly in one call (1.2 s), because the worker merged them into batches.
 - The response's `model` is the served model's name; with `strict_model`, a request naming another is a 404.
 - Shutdown (SIGTERM, SIGINT, SIGHUP) drains: `/health` answers 503 from the first moment so a load balancer stops
   sending; the requests in flight and the connections already waiting in the listen backlog are all
-  answered (up to `drain_timeout_s`), then the worker's queue is finished and the socket closed.
+  answered (up to `drain_timeout_s`); near the deadline what is still queued, and what arrives after, is answered
+  503 with Retry-After (the batch running then finishes), so no response is cut off when the process exits; then
+  the worker stops and the socket is closed.
 - `threads` sets torch's intra-op thread count for the whole process before the model is loaded (a server
   owns its process); the worker thread uses that count.
 """
@@ -53,6 +55,10 @@ __all__ = ["EmbeddingServer", "ServeConfig", "ServeError", "serve"]
 logger = logging.getLogger(__name__)
 
 DRAIN_POLL_S = 0.05
+RETRY_AFTER_S = 1  # what a request refused while draining is told to wait before sending again
+# The part of the drain kept, at its end, for refusing what is still queued and answering: at least this, or twice
+# the longest batch seen (the batch running at the refusal finishes), at most half the drain.
+REFUSAL_MARGIN_S = 1.0
 
 
 def default_model_name(directory: Path, metadata: ExportMetadata | None) -> str:
@@ -156,7 +162,13 @@ class EmbeddingServer:
         try:
             vectors, tokens = self._batcher.submit(request.texts).result()
         except BatcherClosed:
-            raise ApiError(503, "the server is shutting down", "server_error", code="shutting_down") from None
+            raise ApiError(
+                503,
+                "the server is shutting down; send the request again (to another instance)",
+                "server_error",
+                code="shutting_down",
+                retry_after_s=RETRY_AFTER_S,
+            ) from None
         except Exception:  # noqa: BLE001 - the worker's failure (logged there), reported to this client alone
             raise ApiError(
                 500,
@@ -216,16 +228,21 @@ class EmbeddingServer:
     def _drain(self) -> None:
         """Answer the requests in flight and every connection still waiting in the backlog, until none is left
         (or `drain_timeout_s` passes); connections that arrive meanwhile are answered too (/health: 503)."""
-        deadline = time.monotonic() + self.config.drain_timeout_s
+        timeout = self.config.drain_timeout_s
+        deadline = time.monotonic() + timeout
+        refused = False
         while True:
             accepted = self._httpd.accept_pending()
             idle = self._httpd.wait_idle(min(DRAIN_POLL_S, max(deadline - time.monotonic(), 0.0)))
             if idle and accepted == 0 and self._httpd.accept_pending() == 0:
                 return
-            if time.monotonic() >= deadline:
-                logger.warning(
-                    "gave up waiting for %d requests after %.0f s", self._httpd.in_flight, self.config.drain_timeout_s
-                )
+            margin = min(max(REFUSAL_MARGIN_S, 2 * self._batcher.longest_batch_s), timeout / 2)
+            if not refused and time.monotonic() >= deadline - margin:
+                refused = True  # what cannot finish in time is answered 503 + Retry-After, not cut off at exit
+                logger.warning("drain deadline near: refusing the %d requests still waiting", self._httpd.in_flight)
+                self._batcher.refuse_queued()
+            if time.monotonic() >= deadline + margin:
+                logger.warning("gave up waiting for %d requests after %.0f s", self._httpd.in_flight, timeout)
                 return
 
     def __enter__(self) -> "EmbeddingServer":

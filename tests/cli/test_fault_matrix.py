@@ -391,6 +391,7 @@ ROWS: list[Row] = [
     Row("serve", "port-out-of-range", "serve {export} --port 70000", USER, ["--port must be between 0 and 65535"]),
     Row("serve", "port-busy", "serve {brokenexport} --port {busyport}", USER, ["cannot listen on 127.0.0.1:"]),
     Row("serve", "max-inputs-0", "serve {export} --max-inputs 0", USER, ["--max-inputs must be at least 1"]),
+    Row("serve", "drain-timeout-0", "serve {export} --drain-timeout 0", USER, ["--drain-timeout must be above 0"]),
     Row("serve", "no-cuda", "serve {export} --device cuda --port 0", USER, ["CUDA is not available here"]),
     Row("compare", "report-missing", "compare {ws}/none.json --output {ws}/c", USER, ["none.json"]),
     Row(

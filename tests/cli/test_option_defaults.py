@@ -207,6 +207,7 @@ MAPPED: dict[str, Mapping] = {
         "strict_model",
         "threads",
         "backend",
+        "drain_timeout_s",
     ),
     "compare": fields(compare_reports, "overwrite"),
     "run": {
