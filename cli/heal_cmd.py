@@ -12,8 +12,8 @@ from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
 from layerpick.core.models import LoadOptions
-from layerpick.healing import HealConfig, heal_model
-from layerpick.healing.render import render_heal
+from layerpick.healing import HealConfig, HealSweep, heal_or_sweep
+from layerpick.healing.render import render_heal, render_sweep
 
 
 @opt.with_load_options
@@ -21,6 +21,21 @@ def heal(
     model: opt.ModelArg = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the healed export to.")] = ...,
     layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L-1).")] = None,
+    layers: Annotated[
+        Optional[str],
+        typer.Option(
+            "--layers",
+            help="Choose K without labels: heal each of these cuts (e.g. 2,3,4, or all) on the same texts and keep "
+            "the shallowest whose held-out cosine to the teacher is at least 1 - --max-loss.",
+        ),
+    ] = default(HealConfig, "layers"),
+    max_loss: Annotated[
+        Optional[float],
+        typer.Option(
+            "--max-loss",
+            help="With --layers: the loss of held-out cosine to the teacher (1.0) a kept cut may have [default: 0.12].",
+        ),
+    ] = default(HealConfig, "max_loss"),
     fit_texts: Annotated[
         Optional[str],
         typer.Option(
@@ -67,5 +82,5 @@ def heal(
     """
     config = opt.build(HealConfig, locals(), progress=not quiet)
     interrupt.final_output(output)  # once the healed export is in place, the command has succeeded
-    report = heal_model(registry.model_or_default(model), layer, output, config, load_options=load)
-    render_heal(report)
+    result = heal_or_sweep(registry.model_or_default(model), layer, output, config, load_options=load)
+    render_sweep(result) if isinstance(result, HealSweep) else render_heal(result)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from layerpick.comparison import Comparison
     from layerpick.core.models import LoadOptions
     from layerpick.exporting import ExportConfig, ExportResult
-    from layerpick.healing import HealConfig, HealReport
+    from layerpick.healing import HealConfig, HealReport, HealSweep
     from layerpick.selection import SelectConfig
     from layerpick.selection.result import SelectReport
     from layerpick.serving import ServeConfig
@@ -112,18 +112,20 @@ def heal(
     output: str | Path,
     overwrite: bool = False,
     progress: bool = True,
-) -> HealReport:
+) -> HealReport | HealSweep:
     """Cut `model` after block `config.layer` and train the cut on `config.fit_texts` to reproduce the full model's
     sentence vectors; write it at `output` as an export whose layerpick.json carries the heal (fidelity before and
-    after on held-out texts). An interrupted heal resumes from its last epoch when called again the same way."""
+    after on held-out texts). An interrupted heal resumes from its last epoch when called again the same way.
+    With `config.layers` ("2,3,4", "all") each cut is healed and the shallowest whose held-out cosine is at least
+    1 - `config.max_loss` is written: a `HealSweep` (its `.report` is the kept cut's HealReport)."""
     from layerpick.core.models import LoadOptions
     from layerpick.healing.config import HealConfig
-    from layerpick.healing.job import heal_model
+    from layerpick.healing.sweep import heal_or_sweep
 
     model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
     config = with_paths(config_or_default(config, HealConfig, "config"), texts=("fit_texts",))
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
-    return heal_model(model, config.layer, Path(path_text(output, "output")), config, load_options=load)
+    return heal_or_sweep(model, None, Path(path_text(output, "output")), config, load_options=load)
 
 
 def bench(

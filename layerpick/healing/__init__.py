@@ -3,12 +3,13 @@
 `job` composes (cut by export, teacher, texts, training, fidelity, the healed export written whole); `texts`
 reads and splits the texts; `teacher` says what is reproduced and keeps its vectors; `train` runs
 sentence-transformers' trainer with a checkpoint per epoch; `loss` the distillation losses; `fidelity` the
-label-free measures; `workspace` the resumable work folder; `result` the `HealReport` document; `render` the
-terminal lines.
+label-free measures; `sweep` heals several K and keeps the shallowest clearing a fidelity line; `workspace` the
+resumable work folder; `result` the `HealReport` document; `render` the terminal lines.
 """
 
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, heal_model
 from layerpick.healing.result import HealReport
+from layerpick.healing.sweep import HealSweep, heal_layers, heal_or_sweep
 
-__all__ = ["HealConfig", "HealError", "HealReport", "heal_model"]
+__all__ = ["HealConfig", "HealError", "HealReport", "HealSweep", "heal_layers", "heal_model", "heal_or_sweep"]

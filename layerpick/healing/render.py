@@ -1,11 +1,15 @@
 """A heal on the terminal, as `layerpick heal` prints it: where the healed export is, what it was trained to
-reproduce and on what, and its fidelity to the teacher before and after on the held-out texts."""
+reproduce and on what, and its fidelity to the teacher before and after on the held-out texts; for a sweep
+(`--layers`), every K's fidelity and the one kept first."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from rich.console import Console
 
 from layerpick.healing.result import HealReport
+from layerpick.healing.sweep import HealSweep, describe_rule
 
 
 def render_heal(report: HealReport) -> None:
@@ -33,3 +37,17 @@ def render_heal(report: HealReport) -> None:
     before, after = report.before, report.after
     console.print(f"  fidelity    cosine to the teacher {before.cosine:.4f} -> {after.cosine:.4f}")
     console.print(f"              {after.k}-NN overlap {before.knn_overlap:.4f} -> {after.knn_overlap:.4f}")
+
+
+def render_sweep(sweep: HealSweep) -> None:
+    """The lines `layerpick heal --layers` prints: each K's fidelity after healing, the kept one marked, then it."""
+    console = Console()
+    console.print(f"[bold]kept K = {sweep.chosen}[/bold]: {describe_rule(sweep.max_loss)}")
+    console.print("  K   blocks   cosine before -> after   10-NN overlap before -> after")
+    for heal in sweep.heals:
+        mark = "  <- kept" if heal.layer == sweep.chosen else ""
+        console.print(
+            f"  {heal.layer:<3} {heal.layer}/{heal.num_layers:<6} {heal.before.cosine:.4f} -> {heal.after.cosine:.4f}"
+            f"         {heal.before.knn_overlap:.4f} -> {heal.after.knn_overlap:.4f}{mark}"
+        )
+    render_heal(dataclasses.replace(sweep.report, output=sweep.output))

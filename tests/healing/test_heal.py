@@ -115,7 +115,7 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_the_heal_resumes(
     argv = ["heal", str(tiny_dirs("llama")), "--layer", str(LAYER), "--fit-texts", str(heal_texts), "-o", str(output)]
     interrupt.reset()
     try:
-        code = cli_app.run([*argv, "--batch-size", "16", "--learning-rate", "0.001", "-q"])
+        code = cli_app.run([*argv, "--epochs", "2", "--batch-size", "16", "--learning-rate", "0.001", "-q"])
     finally:
         interrupt.reset()
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("layerpick:")]

@@ -154,7 +154,7 @@ def test_cli_bad_input(tiny_dirs, tmp_path, args, message):
     assert not out.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.full  # 45 s in a child process; the default tier selects minilm-l6 in the README's Python block
 @pytest.mark.integration
 def test_cli_on_minilm(tmp_path):
     result = run_cli("select", "minilm-l6", "--limit", "48", "--output", str(tmp_path / "m"), "--json", "-q")

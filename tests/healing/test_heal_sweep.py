@@ -1,0 +1,123 @@
+"""Choosing K without labels (`layerpick heal --layers`): several cuts healed on the same texts, the shallowest
+whose held-out cosine to the teacher clears 1 - max_loss written at the output, the others kept only when no cut
+clears the line, so that another --max-loss reuses them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from layerpick.errors import LayerRangeError
+from layerpick.exporting.metadata import read_metadata
+from layerpick.healing import HealError, sweep
+from layerpick.healing.fidelity import Fidelity
+from layerpick.healing.result import HealReport
+from tests.testkit.tiny import LAYERS
+
+
+def report_at(layer: int, cosine: float) -> HealReport:
+    fid = Fidelity(cosine=cosine, knn_overlap=0.5, k=10, texts=50)
+    return HealReport("out", "m", layer, 6, {}, {}, {}, fid, fid, "layerpick heal m --layer 1 --output x")
+
+
+def test_the_rule_is_the_shallowest_cut_within_the_loss_of_the_teacher():
+    heals = [report_at(2, 0.82), report_at(3, 0.88), report_at(4, 0.93)]
+    assert sweep.choose(heals, 0.12) == 3
+    assert sweep.choose(heals, 0.20) == 2
+    assert sweep.choose(heals, 0.05) is None
+    assert sweep.choose(heals, sweep.DEFAULT_MAX_LOSS) == 3
+
+
+def test_layers_are_parsed_against_the_model():
+    assert sweep.parse_layers("3, 2,3", 6) == [2, 3]
+    assert sweep.parse_layers("all", 6) == [1, 2, 3, 4, 5]
+    assert sweep.parse_layers([4, 2], 6) == [2, 4]
+    with pytest.raises(LayerRangeError, match="1..5 of this model's 6 blocks"):
+        sweep.parse_layers("2,6", 6)
+    with pytest.raises(LayerRangeError):
+        sweep.parse_layers("0,2", 6)
+    with pytest.raises(HealError, match="comma-separated layers to heal"):
+        sweep.parse_layers("two", 6)
+    with pytest.raises(HealError, match="0 <= X < 1"):
+        sweep.check_max_loss(1.5)
+
+
+def test_the_sweep_command_names_the_layers_and_the_line():
+    one = "layerpick heal m --layer 2 --output /w/.out.heal-sweep/layer-2 --epochs 3"
+    command = sweep.sweep_command(one, [2, 3], "out", 0.12)
+    assert command == "layerpick heal m --layers 2,3 --output out --epochs 3 --max-loss 0.12"
+
+
+@pytest.fixture
+def quick(tiny_config):
+    return dataclasses.replace(tiny_config, epochs=1)
+
+
+def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_embedder, quick, tmp_path):
+    output = tmp_path / "healed"
+    result = sweep.heal_layers(str(tiny_embedder), "1,2", output, quick, max_loss=0.99)
+    assert result.chosen == 1 and [h.layer for h in result.heals] == [1, 2]
+    heal = read_metadata(output).heal
+    assert heal["layer"] == 1 and heal["output"] == str(output)
+    assert [row["layer"] for row in heal["sweep"]["layers"]] == [1, 2]
+    assert heal["sweep"]["chosen"] == 1 and heal["sweep"]["max_loss"] == 0.99
+    assert "--layers 1,2" in heal["command"] and "--max-loss 0.99" in heal["command"]
+    assert not (tmp_path / ".healed.heal-sweep").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["healed"]
+
+
+def test_no_cut_clearing_keeps_the_heals_and_another_line_reuses_them(tiny_embedder, quick, tmp_path, monkeypatch):
+    output = tmp_path / "healed"
+    with pytest.raises(sweep.NoCutClears, match="no healed cut reached a held-out cosine of 1"):
+        sweep.heal_layers(str(tiny_embedder), [1, LAYERS - 1], output, quick, max_loss=0.0)
+    kept = tmp_path / ".healed.heal-sweep"
+    assert not output.exists() and (kept / "layer-1").is_dir() and (kept / f"layer-{LAYERS - 1}").is_dir()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a kept heal was trained again")
+
+    monkeypatch.setattr(sweep, "heal_model", no_training)
+    result = sweep.heal_layers(str(tiny_embedder), [1, LAYERS - 1], output, quick, max_loss=0.99)
+    assert result.chosen == 1 and read_metadata(output).heal["sweep"]["chosen"] == 1
+    assert not kept.exists()
+
+
+def test_other_settings_start_the_sweep_over(tiny_embedder, quick, tmp_path):
+    output = tmp_path / "healed"
+    with pytest.raises(sweep.NoCutClears):
+        sweep.heal_layers(str(tiny_embedder), [1], output, quick, max_loss=0.0)
+    other = dataclasses.replace(quick, learning_rate=quick.learning_rate / 2)
+    result = sweep.heal_layers(str(tiny_embedder), [1], output, other, max_loss=0.99)
+    assert result.report.training["learning_rate"] == other.learning_rate
+
+
+def test_bad_layers_are_refused_before_anything_is_written(tiny_embedder, quick, tmp_path):
+    with pytest.raises(LayerRangeError):
+        sweep.heal_layers(str(tiny_embedder), [1, LAYERS], tmp_path / "out", quick)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_prints_every_k_and_refuses_mixed_requests(tiny_embedder, heal_texts, tmp_path, capsys):
+    from layerpick._util import interrupt
+    from layerpick.cli import app as cli_app
+
+    output = tmp_path / "healed"
+    common = ["heal", str(tiny_embedder), "--fit-texts", str(heal_texts), "--epochs", "1", "--batch-size", "16"]
+    interrupt.reset()
+    try:
+        code = cli_app.run([*common, "--layers", "1,2", "--max-loss", "0.99", "--output", str(output), "-q"])
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+        assert "kept K = 1" in printed.out and "<- kept" in printed.out and f"healed {output}" in printed.out
+        for mixed, message in (
+            (["--layer", "1", "--layers", "1,2"], "--layer heals one cut and --layers chooses"),
+            (["--layer", "1", "--max-loss", "0.1"], "--max-loss is the line a sweep's cuts must clear"),
+            (["--layers", "1", "--max-loss", "1"], "0 <= X < 1"),
+        ):
+            code = cli_app.run([*common, *mixed, "--output", str(tmp_path / "other"), "-q"])
+            err = capsys.readouterr().err
+            assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
+    finally:
+        interrupt.reset()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["healed"]
