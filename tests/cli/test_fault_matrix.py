@@ -151,6 +151,11 @@ ROWS: list[Row] = [
     Row("heal", "layer-is-the-last", "heal {random} --layer 4 --output {ws}/healed", USER, ["nothing to heal"]),
     Row("heal", "too-few-texts", "heal {random} -k 2 --fit-texts {blank} -o {ws}/h", USER, ["contains no texts"]),
     Row("heal", "dtype", "heal {random} -k 2 --dtype bfloat16 -o {ws}/h", USER, ["heal trains float32 weights"]),
+    Row("heal", "layers-word", "heal {random} --layers two -o {ws}/h", USER, ["comma-separated layers to heal"]),
+    Row("heal", "layers-to-the-last", "heal {random} --layers 2,4 -o {ws}/h", USER, ["at K = L there is nothing"]),
+    Row("heal", "layer-and-layers", "heal {random} -k 2 --layers 2,3 -o {ws}/h", USER, ["give one of them"]),
+    Row("heal", "max-loss-alone", "heal {random} -k 2 --max-loss 0.1 -o {ws}/h", USER, ["add --layers"]),
+    Row("heal", "max-loss-1", "heal {random} --layers 2 --max-loss 1 -o {ws}/h", USER, ["0 <= X < 1"]),
     Row(
         "export",
         "transform-auto-with-layer",

@@ -70,6 +70,7 @@ def test_the_heal_hint_is_for_a_trained_embedder_kept_whole(tiny_embedder, tiny_
 
     costs = layer_costs(make_model("bert"), 48)
     load = LoadOptions()
-    assert len(heal_hint(str(tiny_embedder), load, 4, 4, costs)) == 1
+    hints = heal_hint(str(tiny_embedder), load, 4, 4, costs)
+    assert len(hints) == 1 and "--layer 2 " in hints[0] and "--layers all" in hints[0]
     assert heal_hint(str(tiny_embedder), load, 2, 4, costs) == []  # an earlier layer chosen: a plain cut is the pick
     assert heal_hint(str(tiny_dirs("llama")), load, 4, 4, costs) == []  # a raw model: no pipeline to heal towards
