@@ -16,6 +16,7 @@ from layerpick.core import registry
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
 from layerpick.frontier.choice import ChoiceOptions
+from layerpick.healing.config import HealConfig
 from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.render import announcer, render_run, run_summary
@@ -63,6 +64,18 @@ def run(
         bool, typer.Option("--bench-memory/--no-bench-memory", help="Measure peak memory (a fresh process per model).")
     ] = default(BenchConfig, "memory"),
     threads: opt.Threads = default(BenchConfig, "threads"),
+    heal_layers: Annotated[
+        Optional[str],
+        typer.Option(
+            "--heal-layers",
+            help="Export a healed cut instead of a plain one (a trained embedder): heal these cuts (e.g. 2,3,4, or "
+            "all) on --fit-texts (else --calibration) and keep the shallowest close enough to the full model.",
+        ),
+    ] = None,
+    heal_max_loss: Annotated[
+        Optional[float],
+        typer.Option("--heal-max-loss", help="With --heal-layers: heal's --max-loss [default: 0.12]."),
+    ] = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),
@@ -95,6 +108,7 @@ def run(
         static_exports=tuple(static or ()),
         bench=bench_config if bench else None,
         select=selection,
+        heal=HealConfig(layers=heal_layers, max_loss=heal_max_loss) if heal_layers or heal_max_loss else None,
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes

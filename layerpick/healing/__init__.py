@@ -10,6 +10,15 @@ resumable work folder; `result` the `HealReport` document; `render` the terminal
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, heal_model
 from layerpick.healing.result import HealReport
-from layerpick.healing.sweep import HealSweep, heal_layers, heal_or_sweep
+from layerpick.healing.sweep import HealSweep, check_sweep, heal_layers, heal_or_sweep
 
-__all__ = ["HealConfig", "HealError", "HealReport", "HealSweep", "heal_layers", "heal_model", "heal_or_sweep"]
+__all__ = [
+    "HealConfig",
+    "HealError",
+    "HealReport",
+    "HealSweep",
+    "check_sweep",
+    "heal_layers",
+    "heal_model",
+    "heal_or_sweep",
+]

@@ -78,16 +78,19 @@ def describe_rule(max_loss: float) -> str:
     return f"the shallowest healed cut whose held-out cosine to the teacher is at least {1.0 - max_loss:g}"
 
 
-def parse_layers(text: str | Sequence[int], num_layers: int | None) -> list[int]:
-    """`--layers`: comma-separated K (e.g. 2,3,4) or `all` (1..L-1), each 1 <= K < L."""
+def parse_layers(text: str | Sequence[int], num_layers: int | None, option: str = "--layers") -> list[int]:
+    """`--layers` (named `option` in errors): comma-separated K (e.g. 2,3,4) or `all` (1..L-1), each 1 <= K < L."""
     if not isinstance(text, str):
         text = ",".join(str(int(k)) for k in text)
     words = {"all": lambda: range(1, num_layers)} if num_layers else {}
     grammar = "comma-separated layers to heal, e.g. 2,3,4, or all"
-    layers = parse_layer_list(text, first=1, words=words, grammar=grammar, error=HealError)
+    try:
+        layers = parse_layer_list(text, first=1, words=words, grammar=grammar, error=HealError)
+    except (HealError, LayerRangeError) as error:
+        raise type(error)(str(error).replace("--layers", option)) from None
     if num_layers is not None and max(layers) >= num_layers:
         raise LayerRangeError(
-            f"layer {max(layers)} is out of range for --layers: a heal keeps 1..{num_layers - 1} of this model's "
+            f"layer {max(layers)} is out of range for {option}: a heal keeps 1..{num_layers - 1} of this model's "
             f"{num_layers} blocks (at K = L there is nothing to heal)"
         )
     return layers
@@ -99,10 +102,19 @@ def choose(heals: Sequence[HealReport], max_loss: float) -> int | None:
     return min(cleared, default=None)
 
 
-def check_max_loss(max_loss: float) -> float:
+def check_max_loss(max_loss: float, option: str = "--max-loss") -> float:
     if not 0.0 <= max_loss < 1.0:
-        raise HealError(f"--max-loss for a heal is a loss of cosine fidelity, 0 <= X < 1 (got {max_loss:g})")
+        raise HealError(f"{option} for a heal is a loss of cosine fidelity, 0 <= X < 1 (got {max_loss:g})")
     return float(max_loss)
+
+
+def check_sweep(
+    model: str, layers: str | Sequence[int], max_loss: float | None, load_options: LoadOptions, prefix: str = ""
+) -> None:
+    """A sweep's layers (against the model's count) and line, checked without loading any weights; `prefix`
+    names the options in errors as the command has them (run's `--heal-layers`, `--heal-max-loss`)."""
+    parse_layers(layers, peek_num_layers(model, load_options), option=f"--{prefix}layers")
+    check_max_loss(DEFAULT_MAX_LOSS if max_loss is None else max_loss, option=f"--{prefix}max-loss")
 
 
 def heal_or_sweep(

@@ -30,6 +30,7 @@ def reproduce_commands(result: RunResult) -> list[str]:
             str(out),
             *select_flags(config.select),
             *_export_flags(config),
+            *_heal_flags(config),
             *_run_bench_flags(config.bench),
             *load,
         ]
@@ -109,6 +110,14 @@ def _export_flags(config: RunConfig) -> list[str]:
 def _normalize_flags(config: RunConfig) -> list[str]:
     """None follows the model's own sentence-transformers pipeline: no flag."""
     return [] if config.normalize is None else ["--normalize" if config.normalize else "--no-normalize"]
+
+
+def _heal_flags(config: RunConfig) -> list[str]:
+    """run's own heal options (the heal's other settings are in the healed export's command, the next line)."""
+    if config.heal is None:
+        return []
+    flags = ["--heal-layers", str(config.heal.layers)]
+    return flags + ([] if config.heal.max_loss is None else ["--heal-max-loss", f"{config.heal.max_loss:g}"])
 
 
 def _run_bench_flags(bench: BenchConfig | None) -> list[str]:

@@ -4,7 +4,8 @@ Owns the layout of the output folder and the rule for reusing a finished stage:
 
     DIR/select/     report.json, report.md, metrics.png              (layerpick select)
     DIR/validate/   validation.json, validation.png, results/, store/  (layerpick validate, when tasks are given)
-    DIR/model/      the exported sentence-transformers model          (layerpick export)
+    DIR/model/      the exported sentence-transformers model          (layerpick export; layerpick heal with
+                    --heal-layers, its heals kept in DIR/.model.heal-sweep until one is in place)
     DIR/bench.json  the exported model against the full one           (layerpick bench)
     DIR/run.json    each stage's key (a hash of everything it depends on) and timing
     DIR/report.md, DIR/report.html                                    (layerpick.workflow.report)
@@ -49,11 +50,13 @@ from layerpick.core.fingerprint import model_fingerprint
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.errors import LayerpickError
+from layerpick.healing.config import HealConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.selection import check_min_speedup, run_select, select_fit_texts
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation.result import ValidationReport
+from layerpick.workflow import heal_stage
 from layerpick.workflow.record import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -76,6 +79,7 @@ class RunConfig:
     choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
     force: bool = False
     static_exports: tuple[Path, ...] = ()  # static exports validated beside the layers (`--static`; needs tasks)
+    heal: HealConfig | None = None  # `--heal-layers`: DIR/model is a heal's (`workflow.heal_stage`), not a plain cut
 
 
 @dataclass
@@ -191,7 +195,9 @@ def _run_stages(
         keys,
         result.export_dir / METADATA_FILE,
         announce,
-        lambda: _export(
+        (lambda: heal_stage.heal_export(model, load_options, config, output, progress))
+        if config.heal is not None
+        else lambda: _export(
             model,
             load_options,
             config,
@@ -256,6 +262,7 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
             "select": select,
             "normalize": config.normalize,
             "choice": {"validate": validate, **dataclasses.asdict(config.choice)} if config.choice.validated else None,
+            **({"heal": heal_stage.heal_key(config)} if config.heal is not None else {}),
         }
     )
     bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
@@ -458,6 +465,7 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     hash and each task's data revision (a content hash for a local folder)."""
     config.select.check()
     check_min_speedup(config.select.min_speedup)
+    heal_stage.check_heal(model, config)
     if config.choice.validated and not config.tasks:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.static_exports and not config.tasks:
@@ -520,7 +528,7 @@ def _check_output(output: Path) -> None:
 
 def _clear(output: Path) -> None:
     """--force: remove what earlier runs wrote (only the names this module owns)."""
-    for name in ("select", "validate", "model"):
+    for name in ("select", "validate", "model", heal_stage.SWEEP_FOLDER):
         shutil.rmtree(output / name, ignore_errors=True)
     for name in (BENCH_FILE, "report.md", "report.html"):
         (output / name).unlink(missing_ok=True)

@@ -318,6 +318,23 @@ ROWS: list[Row] = [
     Row("run", "single-label", "run {random} --tasks {single} --output {ws}/r", USER, ["at least two labels"]),
     Row("run", "layers-word", "run {random} --tasks {sts} --layers first --output {ws}/r", USER, ["--layers must be"]),
     Row("run", "bench-batch-sizes", "run {random} --bench-batch-sizes 0 --output {ws}/r", USAGE, ["batch sizes"]),
+    Row("run", "heal-layers-9", "run {random} --heal-layers 1,9 --output {ws}/r", USER, ["range for --heal-layers"]),
+    Row("run", "heal-layers-word", "run {random} --heal-layers two --output {ws}/r", USER, ["--heal-layers must be"]),
+    Row(
+        "run",
+        "heal-max-loss-1",
+        "run {random} --heal-layers 2 --heal-max-loss 1 --output {ws}/r",
+        USER,
+        ["--heal-max-loss"],
+    ),
+    Row("run", "heal-max-loss-alone", "run {random} --heal-max-loss 0.1 --output {ws}/r", USER, ["--heal-layers"]),
+    Row(
+        "run",
+        "heal-with-validated-choice",
+        "run {random} --tasks {sts} --heal-layers 2 --max-loss 0.01 --output {ws}/r",
+        USER,
+        ["drop --choose validated / --max-loss"],
+    ),
     Row(
         "run",
         "bench-texts-0",

@@ -237,7 +237,8 @@ NOT_MAPPED = {
     "serve": {"directory"},
     "compare": {"reports", "output", "as_json"},
     # layers: None is "selected" (RunConfig's), or "all" when choosing by validation; bench's quiet is run_bench's
-    "run": {"model", "layers", "output", "choose", "max_loss", "as_json"},
+    # heal_layers, heal_max_loss: a HealConfig's layers and max_loss, None (no heal) unless given
+    "run": {"model", "layers", "output", "choose", "max_loss", "as_json", "heal_layers", "heal_max_loss"},
     "models": set(),
 }
 

@@ -1,0 +1,80 @@
+"""`layerpick run --heal-layers`: the export stage is a heal sweep on run's texts, benched like any export, reused
+by the next run with the same settings and made again when a heal setting changes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from layerpick.benchmark.run import BenchConfig
+from layerpick.core.calibration import load_calibration
+from layerpick.errors import LayerpickError
+from layerpick.healing.config import HealConfig
+from layerpick.selection.config import SelectConfig
+from layerpick.workflow import heal_stage
+from layerpick.workflow.commands import reproduce_commands
+from layerpick.workflow.run import RunConfig, run_workflow
+from tests.healing.conftest import save_embedder
+
+HEAL = HealConfig(layers="1,2", max_loss=0.99, epochs=1, batch_size=16, learning_rate=1e-3)
+
+
+@pytest.fixture(scope="module")
+def embedder_and_texts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run-heal")
+    texts = root / "texts.txt"
+    texts.write_text("\n".join(text[:200] for text in load_calibration(None).texts[:120]), encoding="utf-8")
+    return save_embedder(root, "bert"), texts
+
+
+def config_for(texts, **heal_changes) -> RunConfig:
+    return RunConfig(
+        select=SelectConfig(calibration=str(texts), limit=24, transform="none"),
+        bench=BenchConfig(batch_sizes=(1, 4), texts=8, repeats=1, memory=False),
+        heal=dataclasses.replace(HEAL, **heal_changes),
+    )
+
+
+@pytest.mark.slow
+def test_run_exports_the_healed_cut_and_reuses_it(embedder_and_texts, tmp_path, monkeypatch):
+    embedder, texts = embedder_and_texts
+    out = tmp_path / "run"
+    result = run_workflow(str(embedder), out, config=config_for(texts), progress=False)
+    assert result.export.is_healed and result.export.layer == 1
+    assert result.export.heal["sweep"]["chosen"] == 1 and result.export.heal["texts"]["count"] == 120
+    assert result.bench is not None and not (out / heal_stage.SWEEP_FOLDER).exists()
+    assert "--heal-layers 1,2 --heal-max-loss 0.99" in reproduce_commands(result)[0]
+
+    def no_heal(*args, **kwargs):
+        raise AssertionError("the finished heal was made again")
+
+    monkeypatch.setattr("layerpick.healing.heal_or_sweep", no_heal)
+    again = run_workflow(str(embedder), out, config=config_for(texts), progress=False)
+    assert again.stages["export"]["reused"] and again.export.heal["sweep"]["chosen"] == 1
+    monkeypatch.undo()
+    other = run_workflow(str(embedder), out, config=config_for(texts, layers="2"), progress=False)
+    assert not other.stages["export"]["reused"] and other.export.layer == 2
+    assert other.stages["select"]["reused"]
+
+
+def test_bad_heal_settings_are_refused_before_any_stage(embedder_and_texts, tmp_path):
+    embedder, texts = embedder_and_texts
+    for changes, message in (
+        ({"layers": "1,9"}, "out of range"),
+        ({"layers": None}, "needs the layers to heal"),
+        ({"max_loss": 2.0}, "0 <= X < 1"),
+    ):
+        with pytest.raises(LayerpickError, match=message):
+            run_workflow(str(embedder), tmp_path / "run", config=config_for(texts, **changes), progress=False)
+        assert not (tmp_path / "run").exists()
+    chosen = dataclasses.replace(config_for(texts), tasks=("STSBenchmark",))
+    from layerpick.frontier.choice import ChoiceOptions
+
+    with pytest.raises(LayerpickError, match="drop --choose validated"):
+        run_workflow(
+            str(embedder),
+            tmp_path / "run",
+            config=dataclasses.replace(chosen, choice=ChoiceOptions("validated")),
+            progress=False,
+        )
