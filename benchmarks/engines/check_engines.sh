@@ -25,11 +25,14 @@ PYTHONPATH="$ROOT" HF_HUB_OFFLINE=1 "$PROJECT_PYTHON" benchmarks/engines/engines
 if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "== installing infinity-emb 0.0.78 into $VENV"
     "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/pip" install -q -c "$ROOT/constraints.txt" torch==2.13.0
+    # torch alone is pinned: constraints.txt pins the project's whole environment (sentence-transformers 6,
+    # numpy 2), which infinity's pins contradict, so pip would find no solution
+    grep '^torch==' "$ROOT/constraints.txt" > "$WORK/torch-constraint.txt"
+    "$VENV/bin/pip" install -q -c "$WORK/torch-constraint.txt" torch==2.13.0
     # pip resolves optimum 2 with optimum-onnx here. infinity's optimum (ONNX) engine then cannot open a local
     # directory (it passes the graph's absolute path as `file_name`, optimum-onnx matches bare file names),
     # and optimum 1.x, which would, does not import with torch 2.13: those rows fail, with the reason.
-    "$VENV/bin/pip" install -q -c "$ROOT/constraints.txt" "infinity-emb[server,torch,optimum]==0.0.78"
+    "$VENV/bin/pip" install -q -c "$WORK/torch-constraint.txt" "infinity-emb[server,torch,optimum]==0.0.78"
 fi
 
 echo "== serving with infinity and loading with sentence-transformers' ONNX backend"

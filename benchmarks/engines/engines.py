@@ -36,7 +36,10 @@ EXPORTS = {  # name -> (model, layer, prompt template or None, post-pooling tran
     # the transform is a Dense module (2_Dense) after the pooling, and inside the root model.onnx graph
     "smollm2-135m-k2-whiten-256": ("smollm2-135m", 2, None, "whiten-256"),
     "minilm-l6-k4-whiten-256": ("minilm-l6", 4, None, "whiten-256"),
+    # a healed cut (`layerpick heal`, trained weights) exported again whole with its ONNX graphs
+    "minilm-l6-k3-healed": ("minilm-l6", 3, None, None),
 }
+HEALED = {"minilm-l6-k3-healed"}  # healed first (1 epoch on 300 calibration texts: the weights change, that is all)
 if os.environ.get("ENGINES_ONLY"):  # a comma-separated subset of EXPORTS
     EXPORTS = {name: EXPORTS[name] for name in os.environ["ENGINES_ONLY"].split(",")}
 COSINE_REQUIRED = 0.9999  # engines that serve the same weights; int8 is reported, not held to it
@@ -72,6 +75,8 @@ def export(work: Path) -> None:
         if reference.is_file():  # exported by an earlier run (delete it to export again)
             continue
         settings = dict(overwrite=True, progress=False, format="onnx", prompt=prompt, transform=transform)
+        if name in HEALED:
+            model = heal(model, layer, work / f"{name}.heal")
         try:
             export_model(model, layer, out, ExportConfig(**settings, quantize="int8"))
         except OnnxParityError as refusal:  # the int8 graph strays too far: export the float graph alone
@@ -81,6 +86,16 @@ def export(work: Path) -> None:
         reference.write_text(json.dumps(vectors.tolist()))
         refusals_file.write_text(json.dumps(refusals))
         print(f"exported {out}", flush=True)
+
+
+def heal(model: str, layer: int, folder: Path) -> str:
+    """`model` cut at `layer` and healed briefly into `folder` (reused when there); the folder, as a model."""
+    from layerpick.healing import HealConfig, heal_model
+
+    if not (folder / "layerpick.json").is_file():
+        config = HealConfig(layer=layer, max_texts=300, epochs=1, batch_size=32, progress=False, overwrite=True)
+        heal_model(model, layer, folder, config)
+    return str(folder)
 
 
 def _free_port() -> int:
