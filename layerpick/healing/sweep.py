@@ -158,7 +158,11 @@ def heal_layers(
     check_not_own_source(model, output)
     check_output(output, config.overwrite)
     check_output_location(output, "--output")
-    with output_lock(output), sweep_folder(output, sweep_key(model, config, load_options)) as folder:
+    with (
+        output_lock(output),
+        sweep_folder(output, sweep_key(model, config, load_options)) as folder,
+        said_once(logging.getLogger("layerpick.healing.texts")),
+    ):
         heals = tuple(
             _heal_one(model, k, folder, config, load_options, callbacks, i, len(layers)) for i, k in enumerate(layers)
         )
@@ -180,6 +184,24 @@ class NoCutClears(HealError):
             f"{best.after.cosine:.4f}); the healed cuts are kept in {folder}: the same command with a larger "
             "--max-loss, more --layers, more texts or epochs reuses them"
         )
+
+
+@contextmanager
+def said_once(said_by: logging.Logger) -> Iterator[None]:
+    """Each heal of a sweep reads the same texts: their warnings (too few, too long) are shown for the first only."""
+    seen: set[str] = set()
+
+    def first_time(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        new = message not in seen
+        seen.add(message)
+        return new
+
+    said_by.addFilter(first_time)
+    try:
+        yield
+    finally:
+        said_by.removeFilter(first_time)
 
 
 def layer_folder(layer: int) -> str:

@@ -5,6 +5,7 @@ clears the line, so that another --max-loss reuses them."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
 
@@ -54,9 +55,11 @@ def quick(tiny_config):
     return dataclasses.replace(tiny_config, epochs=1)
 
 
-def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_embedder, quick, tmp_path):
+def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_embedder, quick, tmp_path, caplog):
     output = tmp_path / "healed"
-    result = sweep.heal_layers(str(tiny_embedder), "1,2", output, quick, max_loss=0.99)
+    with caplog.at_level(logging.WARNING, logger="layerpick.healing.texts"):
+        result = sweep.heal_layers(str(tiny_embedder), "1,2", output, quick, max_loss=0.99)
+    assert caplog.text.count("healing has been measured to work") == 1  # the same texts: warned of once
     assert result.chosen == 1 and [h.layer for h in result.heals] == [1, 2]
     heal = read_metadata(output).heal
     assert heal["layer"] == 1 and heal["output"] == str(output)
