@@ -182,7 +182,7 @@ class NoCutClears(HealError):
         super().__init__(
             f"no healed cut reached a held-out cosine of {1.0 - max_loss:g} (the best: K = {best.layer} at "
             f"{best.after.cosine:.4f}); the healed cuts are kept in {folder}: the same command with a larger "
-            "--max-loss, more --layers, more texts or epochs reuses them"
+            "--max-loss or more --layers reuses them (other texts or settings heal again)"
         )
 
 
