@@ -63,10 +63,13 @@ def heal_model(
     *,
     load_options: LoadOptions = LoadOptions(),
     callbacks: Sequence[Any] = (),
+    teacher_home: Path | None = None,
 ) -> HealReport:
     """Cut `model` after layer K (`layer`, else `config.layer`), train the cut to reproduce its teacher
     (`heal.teacher`) on `config.fit_texts`, and write it at `output` as an export. `callbacks` are handed to the
-    trainer (transformers `TrainerCallback`s)."""
+    trainer (transformers `TrainerCallback`s). `teacher_home` keeps the teacher (a raw model's full-depth export)
+    and its vectors for several heals of the same model and texts (a sweep's cuts); by default the heal's own work
+    folder does."""
     output = Path(output)
     layer = config.layer if layer is None else layer
     check_request(model, layer, config, load_options)
@@ -74,7 +77,7 @@ def heal_model(
     check_output(output, config.overwrite)
     check_output_location(output, "--output")
     with output_lock(output), workspace.workspace(output, run_key(model, layer, config, load_options)) as work:
-        return _heal(model, layer, output, config, load_options, work, callbacks)
+        return _heal(model, layer, output, config, load_options, work, callbacks, teacher_home or work)
 
 
 def check_request(model: str, layer: int | None, config: HealConfig, load_options: LoadOptions) -> None:
@@ -120,13 +123,14 @@ def _heal(
     load_options: LoadOptions,
     work: Path,
     callbacks: Sequence[Any],
+    teacher_home: Path,
 ) -> HealReport:
     started = time.monotonic()
     device = resolve_device(load_options.device)
     cut_dir, cut = build_cut(model, layer, work, config, load_options)
     if cut.layer >= cut.num_layers:
         raise LayerRangeError(f"layer {layer} is the last of {cut.num_layers}: at K = L there is nothing to heal")
-    teacher = teachers.find_teacher(model, cut, work, load_options, config.progress)
+    teacher = teachers.find_teacher(model, cut, teacher_home, load_options, config.progress)
     student = teachers.load_encoder(str(cut_dir), device)
     texts = heal_texts.prepare_texts(
         config.fit_texts,
@@ -138,7 +142,9 @@ def _heal(
         field=config.field,
     )
     workspace.settle_texts(work, texts.texts.sha256)
-    vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, work, device, config.progress)
+    vectors = teachers.teacher_vectors(
+        teacher, texts.train + texts.held_out, teacher_home, device, config.progress
+    )
     train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
     _check_dimensions(student, vectors, teacher)
     before = fidelity(teachers.encode(student, texts.held_out), held_vectors)

@@ -4,8 +4,9 @@ held-out fidelity to the teacher, and the shallowest one whose fidelity clears a
 Owns the rule (`choose`: the smallest K whose held-out mean cosine to the teacher is within `max_loss` of the
 teacher's own 1.0, as `--max-loss` on task scores is within that much of the best), its default and the evidence
 for it, and the sweep's work folder (`.NAME.heal-sweep` beside the output: one healed export per K, reused by a
-later run with the same settings, so that another `--max-loss` costs no training; removed once the chosen cut is
-in place, kept when no cut clears the line or the run stops).
+later run with the same settings, so that another `--max-loss` costs no training, and the teacher's vectors of the
+texts, computed once for every K; removed once the chosen cut is in place, kept when no cut clears the line or the
+run stops).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from layerpick.exporting.metadata import ExportMetadata
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, check_request, heal_model, run_key
 from layerpick.healing.result import HealReport
+from layerpick.healing.workspace import worth_keeping
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +220,7 @@ def sweep_key(model: str, config: HealConfig, load_options: LoadOptions) -> dict
 @contextmanager
 def sweep_folder(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     """`.NAME.heal-sweep` beside `output`: reused with the same settings, started over with others, kept while
-    some heal is in it and the run did not finish (an interrupt, no cut clearing the line), removed on success."""
+    some heal or the teacher's vectors are in it and the run did not finish (an interrupt, no cut clearing the line), removed on success."""
     folder = output.parent / f".{output.name}.heal-sweep"
     settings = folder / SETTINGS_FILE
     if folder.is_dir() and _read(settings) != json.loads(json.dumps(key, default=str)):
@@ -228,8 +230,9 @@ def sweep_folder(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     settings.write_text(json.dumps(key, indent=2, default=str) + "\n", encoding="utf-8")
     try:
         yield folder
-    except BaseException:
-        if not any(folder.glob("layer-*")) and not any(folder.glob(".layer-*.heal")):
+    except BaseException as error:
+        kept = any(folder.glob("layer-*")) or any(folder.glob(".layer-*.heal")) or worth_keeping(folder, error)
+        if not kept:
             shutil.rmtree(folder, ignore_errors=True)
         raise
     shutil.rmtree(folder, ignore_errors=True)
@@ -260,7 +263,7 @@ def _heal_one(
         return kept
     logger.warning("healing the cut at layer %d (%d of %d)", layer, index + 1, count)
     one = dataclasses.replace(config, overwrite=True)
-    return heal_model(model, layer, target, one, load_options=load_options, callbacks=callbacks)
+    return heal_model(model, layer, target, one, load_options=load_options, callbacks=callbacks, teacher_home=folder)
 
 
 def _kept_heal(target: Path) -> HealReport | None:

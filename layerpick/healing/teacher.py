@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.exporting import ExportConfig, export_model
@@ -67,19 +68,35 @@ def texts_digest(texts: Sequence[str]) -> str:
 
 
 def teacher_vectors(teacher: Teacher, texts: Sequence[str], work: Path, device: str, progress: bool) -> torch.Tensor:
-    """The teacher's (N, D) float32 vectors of `texts`: read from `work` when a run already computed them for the
-    same texts, else computed now and kept there."""
+    """The teacher's (N, D) float32 vectors of `texts`: read from `work` when a run (an interrupted heal, or another
+    cut of the same sweep) already computed them for the same teacher and texts, else computed now and kept there."""
     path, digest = work / VECTORS_FILE, texts_digest(texts)
-    if path.is_file():
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="pt") as handle:
-            if (handle.metadata() or {}).get("sha256") == digest:
-                logger.info("teacher vectors read from %s", path)
-                return load_file(str(path))["vectors"]
+    kept = _read_vectors(path, {"sha256": digest, "teacher": teacher.path})
+    if kept is not None:
+        logger.info("teacher vectors read from %s", path)
+        return kept
     vectors = encode(load_encoder(teacher.path, device), texts, progress)
-    save_file({"vectors": vectors.contiguous()}, str(path), metadata={"sha256": digest, "teacher": teacher.path})
+    partial = path.with_name(path.name + ".partial")  # an interrupted save leaves no file that looks whole
+    save_file({"vectors": vectors.contiguous()}, str(partial), metadata={"sha256": digest, "teacher": teacher.path})
+    os.replace(partial, path)
     return vectors
+
+
+def _read_vectors(path: Path, expected: dict[str, str]) -> torch.Tensor | None:
+    """The vectors kept at `path` if its metadata has `expected`'s values, else None."""
+    if not path.is_file():
+        return None
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+            if any(metadata.get(name) != value for name, value in expected.items()):
+                return None
+            return handle.get_tensor("vectors")
+    except Exception:  # noqa: BLE001 - an unreadable file is computed again
+        logger.warning("ignoring the unreadable teacher vectors in %s", path)
+        return None
 
 
 def load_encoder(path: str, device: str):

@@ -14,6 +14,7 @@ from layerpick.exporting.metadata import read_metadata
 from layerpick.healing import HealError, sweep
 from layerpick.healing.fidelity import Fidelity
 from layerpick.healing.result import HealReport
+from tests.healing.conftest import TEXTS
 from tests.testkit.tiny import LAYERS
 
 
@@ -68,6 +69,36 @@ def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_em
     assert "--layers 1,2" in heal["command"] and "--max-loss 0.99" in heal["command"]
     assert not (tmp_path / ".healed.heal-sweep").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["healed"]
+
+
+def test_the_teacher_encodes_the_texts_once_for_every_k(tiny_embedder, quick, tmp_path, monkeypatch):
+    from layerpick.healing import teacher
+
+    sizes = []  # the number of texts of each encode: all TEXTS by the teacher, fewer for the cuts' fidelity
+    real_encode = teacher.encode
+
+    def counted(encoder, texts, *rest):
+        sizes.append(len(texts))
+        return real_encode(encoder, texts, *rest)
+
+    monkeypatch.setattr(teacher, "encode", counted)
+    result = sweep.heal_layers(str(tiny_embedder), [1, 2], tmp_path / "healed", quick, max_loss=0.99)
+    assert [h.layer for h in result.heals] == [1, 2]
+    assert sizes.count(TEXTS) == 1
+
+
+def test_an_interrupted_sweep_keeps_a_raw_models_teacher_and_its_vectors(tiny_dirs, quick, tmp_path, caplog):
+    from tests.healing.test_heal import InterruptAtStep
+
+    output = tmp_path / "healed"
+    with pytest.raises(KeyboardInterrupt):
+        sweep.heal_layers(str(tiny_dirs("llama")), [1, 2], output, quick, callbacks=[InterruptAtStep(1)])
+    kept = tmp_path / ".healed.heal-sweep"
+    assert (kept / "teacher-vectors.safetensors").is_file() and (kept / "teacher" / "layerpick.json").is_file()
+    with caplog.at_level(logging.INFO, logger="layerpick.healing.teacher"):
+        result = sweep.heal_layers(str(tiny_dirs("llama")), [1, 2], output, quick, max_loss=0.99)
+    assert caplog.text.count("teacher vectors read from") == 2  # neither cut encoded the texts again
+    assert result.report.teacher["kind"] == "full-depth" and not kept.exists()
 
 
 def test_no_cut_clearing_keeps_the_heals_and_another_line_reuses_them(tiny_embedder, quick, tmp_path, monkeypatch):
