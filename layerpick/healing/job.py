@@ -142,9 +142,7 @@ def _heal(
         field=config.field,
     )
     workspace.settle_texts(work, texts.texts.sha256)
-    vectors = teachers.teacher_vectors(
-        teacher, texts.train + texts.held_out, teacher_home, device, config.progress
-    )
+    vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, teacher_home, device, config.progress)
     train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
     _check_dimensions(student, vectors, teacher)
     before = fidelity(teachers.encode(student, texts.held_out), held_vectors)

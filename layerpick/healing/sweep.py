@@ -220,7 +220,8 @@ def sweep_key(model: str, config: HealConfig, load_options: LoadOptions) -> dict
 @contextmanager
 def sweep_folder(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     """`.NAME.heal-sweep` beside `output`: reused with the same settings, started over with others, kept while
-    some heal or the teacher's vectors are in it and the run did not finish (an interrupt, no cut clearing the line), removed on success."""
+    some heal or the teacher's vectors are in it and the run did not finish (an interrupt, no cut clearing the
+    line), removed on success."""
     folder = output.parent / f".{output.name}.heal-sweep"
     settings = folder / SETTINGS_FILE
     if folder.is_dir() and _read(settings) != json.loads(json.dumps(key, default=str)):

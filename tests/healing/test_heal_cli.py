@@ -30,3 +30,24 @@ def test_heal_a_sentence_embedder(tiny_embedder, heal_texts, tmp_path, capsys):
     assert model.default_prompt_name == "query"
     # atol 1e-5: unit norm of float32 vectors, float32 rounding
     assert np.allclose(np.linalg.norm(model.encode(["a text", "another one"]), axis=1), 1.0, atol=1e-5)
+
+
+def test_heal_reads_jsonl_texts_from_the_field_named(tiny_embedder, heal_texts, tmp_path, capsys):
+    import json
+
+    lines = heal_texts.read_text(encoding="utf-8").splitlines()
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "body": text}) + "\n" for i, text in enumerate(lines)), "utf-8")
+    output = tmp_path / "healed"
+    argv = ["heal", str(tiny_embedder), "--layer", "1", "--fit-texts", str(jsonl), "--epochs", "1", "-q"]
+    interrupt.reset()
+    try:
+        refused = cli_app.run([*argv, "--output", str(output)])  # no `text` field in these lines
+        assert "--field" in capsys.readouterr().err and not output.exists()
+        code = cli_app.run([*argv, "--field", "body", "--batch-size", "16", "--output", str(output)])
+    finally:
+        interrupt.reset()
+    printed = capsys.readouterr()
+    assert refused == 1 and code == 0, printed.err
+    heal = read_metadata(output).heal
+    assert heal["texts"]["count"] == len(lines) and "--field body" in heal["command"]
