@@ -76,6 +76,10 @@ def run(
         Optional[float],
         typer.Option("--heal-max-loss", help="With --heal-layers: heal's --max-loss [default: 0.12]."),
     ] = None,
+    heal_epochs: Annotated[
+        Optional[int],
+        typer.Option("--heal-epochs", help="With --heal-layers: heal's --epochs, passes over the texts [default: 10]."),
+    ] = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),
@@ -108,7 +112,7 @@ def run(
         static_exports=tuple(static or ()),
         bench=bench_config if bench else None,
         select=selection,
-        heal=HealConfig(layers=heal_layers, max_loss=heal_max_loss) if heal_layers or heal_max_loss else None,
+        heal=heal_config(heal_layers, heal_max_loss, heal_epochs),
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
@@ -121,3 +125,11 @@ def run(
     failures = result.validation.failures if result.validation else None
     if failures:
         raise LayerpickError(f"{len(failures)} validation task(s) failed ({', '.join(failures)}); see {files[0]}")
+
+
+def heal_config(layers: str | None, max_loss: float | None, epochs: int | None) -> HealConfig | None:
+    """run's heal options as a HealConfig (None without any of them); unset ones keep heal's defaults."""
+    given = {"layers": layers, "max_loss": max_loss, "epochs": epochs}
+    if all(value is None for value in given.values()):
+        return None
+    return HealConfig(**{name: value for name, value in given.items() if value is not None})

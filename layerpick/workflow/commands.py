@@ -11,6 +11,7 @@ from typing import Any
 
 from layerpick._util.filenames import REPORT_FILE
 from layerpick.benchmark.config import BenchConfig
+from layerpick.healing.config import HealConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.run import RunConfig, RunResult
 
@@ -117,7 +118,11 @@ def _heal_flags(config: RunConfig) -> list[str]:
     if config.heal is None:
         return []
     flags = ["--heal-layers", str(config.heal.layers)]
-    return flags + ([] if config.heal.max_loss is None else ["--heal-max-loss", f"{config.heal.max_loss:g}"])
+    if config.heal.max_loss is not None:
+        flags += ["--heal-max-loss", f"{config.heal.max_loss:g}"]
+    if config.heal.epochs != HealConfig().epochs:
+        flags += ["--heal-epochs", str(config.heal.epochs)]
+    return flags
 
 
 def _run_bench_flags(bench: BenchConfig | None) -> list[str]:

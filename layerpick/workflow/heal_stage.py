@@ -64,6 +64,8 @@ def check_heal(model: str, config: "RunConfig") -> None:
         )
     if config.heal.layers is None:
         raise LayerpickError("a heal in run needs the layers to heal (--heal-layers 2,3,4 or all)")
+    if config.heal.epochs < 1:
+        raise LayerpickError(f"--heal-epochs must be at least 1 (got {config.heal.epochs})")
     from layerpick.healing import check_sweep
 
     check_sweep(model, config.heal.layers, config.heal.max_loss, LoadOptions(), prefix="heal-")

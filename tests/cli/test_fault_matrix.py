@@ -328,6 +328,10 @@ ROWS: list[Row] = [
         ["--heal-max-loss"],
     ),
     Row("run", "heal-max-loss-alone", "run {random} --heal-max-loss 0.1 --output {ws}/r", USER, ["--heal-layers"]),
+    Row("run", "heal-epochs-alone", "run {random} --heal-epochs 2 --output {ws}/r", USER, ["--heal-layers"]),
+    Row(
+        "run", "heal-epochs-0", "run {random} --heal-layers 1 --heal-epochs 0 --output {ws}/r", USER, ["--heal-epochs"]
+    ),
     Row(
         "run",
         "heal-with-validated-choice",

@@ -237,8 +237,18 @@ NOT_MAPPED = {
     "serve": {"directory"},
     "compare": {"reports", "output", "as_json"},
     # layers: None is "selected" (RunConfig's), or "all" when choosing by validation; bench's quiet is run_bench's
-    # heal_layers, heal_max_loss: a HealConfig's layers and max_loss, None (no heal) unless given
-    "run": {"model", "layers", "output", "choose", "max_loss", "as_json", "heal_layers", "heal_max_loss"},
+    # heal_layers, heal_max_loss, heal_epochs: a HealConfig's, None (no heal; heal's defaults) unless given
+    "run": {
+        "model",
+        "layers",
+        "output",
+        "choose",
+        "max_loss",
+        "as_json",
+        "heal_layers",
+        "heal_max_loss",
+        "heal_epochs",
+    },
     "models": set(),
 }
 

@@ -44,7 +44,7 @@ def test_run_exports_the_healed_cut_and_reuses_it(embedder_and_texts, tmp_path, 
     assert result.export.is_healed and result.export.layer == 1
     assert result.export.heal["sweep"]["chosen"] == 1 and result.export.heal["texts"]["count"] == 120
     assert result.bench is not None and not (out / heal_stage.SWEEP_FOLDER).exists()
-    assert "--heal-layers 1,2 --heal-max-loss 0.99" in reproduce_commands(result)[0]
+    assert "--heal-layers 1,2 --heal-max-loss 0.99 --heal-epochs 1" in reproduce_commands(result)[0]
 
     def no_heal(*args, **kwargs):
         raise AssertionError("the finished heal was made again")
