@@ -388,7 +388,7 @@ def test_the_pca_map_takes_rows_to_their_scores():
 # ---- a packaged real model
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a real distillation (30-54 s); the default tier checks both readers on a tiny model's static export
 @pytest.mark.integration
 def test_minilm_static_export_loads_in_both_readers(tmp_path):
     entry = registry.ENTRIES["minilm-l6"]
