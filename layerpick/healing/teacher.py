@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +17,7 @@ from typing import Sequence
 import torch
 from safetensors.torch import save_file
 
+from layerpick._util.atomic import atomic_file
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.exporting import ExportConfig, export_model
 from layerpick.exporting.metadata import ExportMetadata
@@ -76,9 +76,8 @@ def teacher_vectors(teacher: Teacher, texts: Sequence[str], work: Path, device: 
         logger.info("teacher vectors read from %s", path)
         return kept
     vectors = encode(load_encoder(teacher.path, device), texts, progress)
-    partial = path.with_name(path.name + ".partial")  # an interrupted save leaves no file that looks whole
-    save_file({"vectors": vectors.contiguous()}, str(partial), metadata={"sha256": digest, "teacher": teacher.path})
-    os.replace(partial, path)
+    with atomic_file(path) as partial:  # an interrupted save leaves no file that looks whole
+        save_file({"vectors": vectors.contiguous()}, str(partial), metadata={"sha256": digest, "teacher": teacher.path})
     return vectors
 
 
