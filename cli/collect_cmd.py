@@ -11,27 +11,24 @@ from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
-from layerpick.core.collect import CollectConfig
-from layerpick.core.collect_job import collect_layers
-from layerpick.core.models import LoadOptions
+from layerpick.core.collect_config import CollectConfig
+from layerpick.core.load_options import LoadOptions
 from layerpick.core.render import render_collection
 
 
 @opt.with_load_options
 def collect(
     model: opt.ModelArg = None,
-    output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")] = default(
-        collect_layers, "output"
-    ),
-    calibration: opt.Calibration = default(collect_layers, "calibration"),
-    field: opt.Field = default(collect_layers, "field"),
-    limit: opt.Limit = default(collect_layers, "limit"),
-    seed: opt.Seed = default(collect_layers, "seed"),
+    output: Annotated[Optional[Path], typer.Option(help="Write the pooled states here (.safetensors).")] = None,
+    calibration: opt.Calibration = None,
+    field: opt.Field = None,
+    limit: opt.Limit = None,
+    seed: opt.Seed = 0,
     pooling: opt.Pooling = default(CollectConfig, "pooling"),
     representation: opt.Representation = default(CollectConfig, "representation"),
     batch_size: opt.BatchSize = default(CollectConfig, "batch_size"),
     max_length: opt.MaxLength = default(CollectConfig, "max_length"),
-    prompt: opt.Prompt = default(collect_layers, "prompt"),
+    prompt: opt.Prompt = None,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:
@@ -39,6 +36,8 @@ def collect(
 
     Example: layerpick collect minilm-l6 --limit 64 --output states.safetensors
     """
+    from layerpick.core.collect_job import collect_layers
+
     interrupt.final_output(output)  # None without --output: nothing is written
     result = collect_layers(
         registry.model_or_default(model),

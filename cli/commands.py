@@ -1,12 +1,14 @@
 """The Typer app: every command registered, and the root options (--version, --verbose).
 
-Importing this module imports every command and, through them, torch; `layerpick.cli.app.main` does it only
-after Ctrl-C handling is in place.
+Importing this module imports every command module, but not torch, transformers, scipy or mteb: each command
+imports its stage when it runs, so `--help`, option errors and usage errors answer at once (`tests/cli/
+test_startup.py`). `layerpick.cli.app.main` imports it only after Ctrl-C handling is in place.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Annotated
 
@@ -63,7 +65,13 @@ def _root(
 
 
 def _quiet_third_party() -> None:
-    """layerpick draws its own progress bars; transformers' per-load bars and warnings are noise here."""
+    """layerpick draws its own progress bars; transformers' per-load bars and warnings are noise here. Before
+    transformers is imported its environment says so (it reads it once, at import: a command's --help and its
+    option errors never pay for the import); once imported (a command run in-process), its own switches do."""
+    if "transformers" not in sys.modules and "huggingface_hub" not in sys.modules:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+        return
     import transformers
 
     transformers.utils.logging.disable_progress_bar()

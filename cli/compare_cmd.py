@@ -10,9 +10,7 @@ import typer
 
 from layerpick._util import interrupt
 from layerpick.cli import options as opt
-from layerpick.cli.options import default
 from layerpick.comparison.render import render_comparison
-from layerpick.comparison.run import compare_reports
 
 REPORTS_HELP = (
     "Select report.json files, validation.json files, or folders holding them (a select/validate --output "
@@ -32,7 +30,7 @@ def compare(
             "--overwrite",
             help="Replace the output directory when it holds a previous compare output (and nothing else).",
         ),
-    ] = default(compare_reports, "overwrite"),
+    ] = False,
     as_json: opt.Json = False,
 ) -> None:
     """Overlay several models' select (and validate) reports on relative depth k/L: a plot per metric, one of the
@@ -40,6 +38,8 @@ def compare(
 
     Example: layerpick compare layerpick-out/smollm2-135m layerpick-out/minilm-l6 --output layerpick-out/compare
     """
+    from layerpick.comparison.run import compare_reports  # scipy and matplotlib: once the command runs
+
     interrupt.final_output(output)  # its files are committed into it last
     result = compare_reports(reports, output, overwrite=overwrite)
     if as_json:

@@ -8,16 +8,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from layerpick import exporting
 from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
+from layerpick.core.load_options import LoadOptions
 from layerpick.exporting.config import ExportConfig
 from layerpick.errors import LayerpickError
-from layerpick.exporting.job import ExportError, export_model
 from layerpick.exporting.render import render_export, render_static_layers
-from layerpick.selection.result import read_select_report
 
 
 @opt.with_load_options
@@ -92,7 +91,7 @@ def export(
     if layers is not None:
         _export_layers(registry.model_or_default(model), layer, layers, output, config, load)
         return
-    result = export_model(
+    result = exporting.export_model(
         registry.model_or_default(model or _model_from_report(report)), layer, output, config, load_options=load
     )
     render_export(result)
@@ -104,7 +103,7 @@ def _export_layers(
     from layerpick.exporting.static_layers import export_static_layers
 
     if layer is not None:
-        raise ExportError("give --layer K or --layers K1,K2,..., not both")
+        raise exporting.ExportError("give --layer K or --layers K1,K2,..., not both")
     result = export_static_layers(model, layers, output, config, load_options=load)
     render_static_layers(result)
 
@@ -113,6 +112,8 @@ def _model_from_report(report: Path | None) -> str | None:
     """Without MODEL, a report names the model it was made for."""
     if report is None:
         return None
+    from layerpick.selection.result import read_select_report
+
     try:
         return read_select_report(report).model or None
     except LayerpickError:

@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from layerpick import healing
 from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
-from layerpick.healing import HealConfig, HealSweep, heal_or_sweep
-from layerpick.healing.render import render_heal, render_sweep
+from layerpick.core.load_options import LoadOptions
+from layerpick.healing.config import HealConfig
 
 
 @opt.with_load_options
@@ -81,6 +81,8 @@ def heal(
     Example: layerpick heal minilm-l6 --layer 3 --fit-texts my-corpus/ --output minilm-l3-healed
     """
     config = opt.build(HealConfig, locals(), progress=not quiet)
+    from layerpick.healing.render import render_heal, render_sweep  # torch, once a command runs
+
     interrupt.final_output(output)  # once the healed export is in place, the command has succeeded
-    result = heal_or_sweep(registry.model_or_default(model), layer, output, config, load_options=load)
-    render_sweep(result) if isinstance(result, HealSweep) else render_heal(result)
+    result = healing.heal_or_sweep(registry.model_or_default(model), layer, output, config, load_options=load)
+    render_sweep(result) if isinstance(result, healing.HealSweep) else render_heal(result)

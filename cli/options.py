@@ -15,7 +15,7 @@ import typer
 
 from layerpick._util.numerals import ascii_int
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
+from layerpick.core.load_options import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
 from layerpick.core.transform import DEFAULT_TRANSFORM
 from layerpick.frontier.choice import ChoiceOptions

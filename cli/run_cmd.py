@@ -8,20 +8,21 @@ from typing import Annotated, Optional
 
 import typer
 
+from layerpick import workflow
 from layerpick._util import interrupt
-from layerpick.benchmark.run import BenchConfig
+from layerpick.benchmark.config import BenchConfig
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
+from layerpick.core.load_options import LoadOptions
 from layerpick.errors import LayerpickError
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.healing.config import HealConfig
 from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.render import announcer, render_run, run_summary
-from layerpick.workflow.report import RUN_REPORT_PAGE
-from layerpick.workflow.run import RunConfig, run_workflow
+from layerpick._util.filenames import RUN_REPORT_PAGE
+from layerpick.workflow.config import RunConfig
 
 
 @opt.with_load_options
@@ -116,7 +117,7 @@ def run(
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
-    result = run_workflow(name, target, load, config, progress=not quiet, announce=announcer(quiet))
+    result = workflow.run_workflow(name, target, load, config, progress=not quiet, announce=announcer(quiet))
     files = result.report_files
     if as_json:
         typer.echo(json.dumps(run_summary(result, files), indent=2))

@@ -6,14 +6,13 @@ import json
 
 import typer
 
+from layerpick import selection as selection_stage
 from layerpick._util import interrupt
 from layerpick.cli import options as opt
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
+from layerpick.core.load_options import LoadOptions
 from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
-from layerpick.selection.job import select_and_write
-from layerpick.selection.render import render_report
 
 
 @opt.with_load_options
@@ -30,9 +29,11 @@ def select(
 
     Example: layerpick select smollm2-135m --limit 256 --output layerpick-out/smollm2
     """
+    from layerpick.selection.render import render_report  # torch, once a command runs
+
     name = registry.model_or_default(model)
     interrupt.final_output(output or model_output_dir(name))  # the report's files are committed into it last
-    report, written = select_and_write(name, load, selection, output)
+    report, written = selection_stage.select_and_write(name, load, selection, output)
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -18,10 +18,9 @@ from layerpick._util.filenames import VALIDATION_FILE
 from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
-from layerpick.core.models import LoadOptions
+from layerpick.core.load_options import LoadOptions
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.validation.config import ValidateConfig
-from layerpick.validation.render import render_failures, render_validation
 
 
 @opt.with_load_options
@@ -87,6 +86,8 @@ def validate(
 
     Example: layerpick validate minilm-l6 --tasks STSBenchmark,tasks/my-sts-folder --layers all
     """
+    from layerpick.validation.render import render_failures, render_validation  # torch, once a command runs
+
     items = [item for value in tasks or [] for item in validation.split_items(value)]
     if not items:
         raise typer.BadParameter("give at least one task", param_hint="--tasks")

@@ -9,7 +9,7 @@ until something needs it; the command line relies on that to handle Ctrl-C from 
 
 from __future__ import annotations
 
-import importlib
+from layerpick._util.lazy import lazy_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI's first moments count)
 
@@ -33,7 +33,7 @@ _EXPORTS = {
     "BenchConfig": "layerpick.benchmark.config",
     "BenchResult": "layerpick.benchmark.run",
     "CutsResult": "layerpick.benchmark.cuts",
-    "RunConfig": "layerpick.workflow.run",
+    "RunConfig": "layerpick.workflow.config",
     "RunResult": "layerpick.workflow.run",
     "RunRecord": "layerpick.workflow.record",
     "Comparison": "layerpick.comparison.run",
@@ -45,7 +45,7 @@ _EXPORTS = {
     "LayerStates": "layerpick.core.collect",
     "collect": "layerpick.core.collect",
     "LoadedModel": "layerpick.core.models",
-    "LoadOptions": "layerpick.core.models",
+    "LoadOptions": "layerpick.core.load_options",
     "load_model": "layerpick.core.models",
     "family_for": "layerpick.core.surgery",
     "truncate_": "layerpick.core.surgery",
@@ -113,22 +113,14 @@ if TYPE_CHECKING:
     from layerpick.validation.result import ValidationReport, ValidationRun
     from layerpick.verbs import bench, compare, export, heal, run, select, serve, validate
     from layerpick.workflow.record import RunRecord
-    from layerpick.workflow.run import RunConfig, RunResult
+    from layerpick.workflow.config import RunConfig
+    from layerpick.workflow.run import RunResult
     from layerpick.core.calibration import CalibrationSet, load_calibration
     from layerpick.core.collect import CollectConfig, LayerStates, collect
-    from layerpick.core.models import LoadedModel, LoadOptions, load_model
+    from layerpick.core.load_options import LoadOptions
+    from layerpick.core.models import LoadedModel, load_model
     from layerpick.core.surgery import family_for, truncate_, truncated_copy
     from layerpick.errors import LayerpickError
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'layerpick' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

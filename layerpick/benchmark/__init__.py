@@ -2,9 +2,17 @@
 
 `run` composes the pieces: `config`, the full-model `baseline`, interleaved `timing`, and peak `memory`
 measured in a child process.
+
+Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """
 
-from layerpick.benchmark.config import BenchConfig, BenchError
-from layerpick.benchmark.run import BenchResult, run_bench
+from layerpick._util.lazy import lazy_names
 
-__all__ = ["BenchConfig", "BenchError", "BenchResult", "run_bench"]
+_HOMES = {
+    "BenchConfig": "config",
+    "BenchError": "config",
+    "BenchResult": "run",
+    "run_bench": "run",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

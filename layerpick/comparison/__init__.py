@@ -2,8 +2,15 @@
 
 `read` reads one report, `inputs` resolves what the user named, `table` builds the comparison, `plot` draws
 it, `output` writes the folder atomically, `run` composes them.
+
+Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """
 
-from layerpick.comparison.run import Comparison, compare_reports
+from layerpick._util.lazy import lazy_names
 
-__all__ = ["Comparison", "compare_reports"]
+_HOMES = {
+    "Comparison": "run",
+    "compare_reports": "run",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -21,40 +21,15 @@ import torch
 
 from layerpick._util.progress import progress_bar
 from layerpick.core import surgery
+from layerpick.core.collect_config import CollectConfig as CollectConfig  # its home; imported from here too
 from layerpick.core.models import LoadedModel, execution_device
 from layerpick.core.pooling import check_pooling, pool
 from layerpick.core.prompt_tokenizer import check_room, prompted_tokenizer
 from layerpick.core.prompts import PLAIN, Prompt, as_prompt, default_pooling
-from layerpick.errors import CalibrationError, LayerpickError, NonFiniteStatesError
+from layerpick.errors import CalibrationError, NonFiniteStatesError
 from layerpick.metrics.token_observers import TokenObserver
 
 logger = logging.getLogger(__name__)
-
-REPRESENTATIONS = ("exported", "raw")
-
-
-@dataclass(frozen=True)
-class CollectConfig:
-    pooling: str | None = None  # None: the family's default
-    representation: str = "exported"
-    batch_size: int = 16
-    max_length: int = 512
-    progress: bool = True
-    prompt: Prompt | str | None = PLAIN  # the template each text is wrapped in (a Prompt, name or template)
-
-    def check(self) -> "CollectConfig":
-        """One-line errors for a bad pooling, representation, batch size or length, before any model loads."""
-        if self.pooling is not None:
-            check_pooling(self.pooling)
-        if self.representation not in REPRESENTATIONS:
-            raise LayerpickError(
-                f"unknown representation {self.representation!r}; choose one of {', '.join(REPRESENTATIONS)}"
-            )
-        if self.batch_size < 1:
-            raise LayerpickError(f"--batch-size must be at least 1 (got {self.batch_size})")
-        if self.max_length < 1:
-            raise LayerpickError(f"--max-length must be at least 1 (got {self.max_length})")
-        return self
 
 
 @dataclass

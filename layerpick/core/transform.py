@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import torch
 
 from layerpick._util.numerals import ascii_int
 from layerpick.errors import LayerpickError
+
+if TYPE_CHECKING:
+    import torch
 
 KINDS = ("none", "center", "whiten", "abtt")
 DEFAULT_ABTT = 2
@@ -143,6 +145,8 @@ class AffineMap:
         return np.asarray(vectors, dtype=np.float64) @ self.weight.T + self.bias
 
     def apply_torch(self, vectors: torch.Tensor) -> torch.Tensor:
+        import torch  # loaded already: `vectors` is a tensor
+
         weight = torch.as_tensor(self.weight, dtype=torch.float64, device=vectors.device)
         bias = torch.as_tensor(self.bias, dtype=torch.float64, device=vectors.device)
         return vectors.double() @ weight.T + bias
@@ -236,7 +240,7 @@ def _all_but_the_top(spec: TransformSpec, directions: np.ndarray) -> np.ndarray:
 
 
 def _float64(states: np.ndarray | torch.Tensor) -> np.ndarray:
-    if isinstance(states, torch.Tensor):
+    if hasattr(states, "detach"):  # a torch tensor (this module imports without torch: the CLI's options read it)
         states = states.detach().cpu().double().numpy()
     x = np.asarray(states, dtype=np.float64)
     if x.ndim != 2:

@@ -26,7 +26,8 @@ from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core import surgery
-from layerpick.core.collect import REPRESENTATIONS, CollectConfig, collect
+from layerpick.core.collect import CollectConfig, collect
+from layerpick.core.collect_config import REPRESENTATIONS
 from layerpick.core.models import LoadedModel, LoadOptions, load_model, resolve_max_seq_length
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import (

@@ -5,20 +5,21 @@ reads and splits the texts; `teacher` says what is reproduced and keeps its vect
 sentence-transformers' trainer with a checkpoint per epoch; `loss` the distillation losses; `fidelity` the
 label-free measures; `sweep` heals several K and keeps the shallowest clearing a fidelity line; `workspace` the
 resumable work folder; `result` the `HealReport` document; `render` the terminal lines.
+
+Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """
 
-from layerpick.healing.config import HealConfig
-from layerpick.healing.job import HealError, heal_model
-from layerpick.healing.result import HealReport
-from layerpick.healing.sweep import HealSweep, check_sweep, heal_layers, heal_or_sweep
+from layerpick._util.lazy import lazy_names
 
-__all__ = [
-    "HealConfig",
-    "HealError",
-    "HealReport",
-    "HealSweep",
-    "check_sweep",
-    "heal_layers",
-    "heal_model",
-    "heal_or_sweep",
-]
+_HOMES = {
+    "HealConfig": "config",
+    "HealError": "job",
+    "heal_model": "job",
+    "HealReport": "result",
+    "HealSweep": "sweep",
+    "check_sweep": "sweep",
+    "heal_layers": "sweep",
+    "heal_or_sweep": "sweep",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -13,11 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from layerpick.errors import LayerpickError
-from layerpick.metrics.dime import dime
-from layerpick.metrics.entropy import dataset_entropy
-from layerpick.metrics.infonce import infonce
-from layerpick.metrics.lidar import lidar
-from layerpick.metrics.token_observers import CurvatureObserver, PromptEntropyObserver
 
 NEEDS = frozenset({"tokens", "pooled", "views"})
 DIRECTIONS = frozenset({"min", "max"})
@@ -70,6 +65,44 @@ class UnknownMetricError(LayerpickError, ValueError):
     """Raised for a metric name that is not registered."""
 
 
+# The built-in metrics' maths, imported when a metric is computed: the registry itself (read by the command line's
+# options and by every config check) stays free of torch.
+def _prompt_entropy(num_layers: int, s: Any) -> Any:
+    from layerpick.metrics.token_observers import PromptEntropyObserver
+
+    return PromptEntropyObserver(num_layers, s.alpha)
+
+
+def _dataset_entropy(states: Any, s: Any) -> float:
+    from layerpick.metrics.entropy import dataset_entropy
+
+    return dataset_entropy(states, s.alpha)
+
+
+def _dime(v: Any, s: Any) -> float:
+    from layerpick.metrics.dime import dime
+
+    return dime(v[:, 0], v[:, 1], s.dime_permutations, s.seed, s.alpha)
+
+
+def _infonce(v: Any, s: Any) -> float:
+    from layerpick.metrics.infonce import infonce
+
+    return infonce(v[:, 0], v[:, 1], s.infonce_temperature)
+
+
+def _lidar(v: Any, s: Any) -> float:
+    from layerpick.metrics.lidar import lidar
+
+    return lidar(v, s.lidar_delta)
+
+
+def _curvature(num_layers: int, s: Any) -> Any:
+    from layerpick.metrics.token_observers import CurvatureObserver
+
+    return CurvatureObserver(num_layers)
+
+
 _SPECS = (
     MetricSpec(
         name="prompt-entropy",
@@ -77,7 +110,7 @@ _SPECS = (
         needs=frozenset({"tokens"}),
         direction="min",
         direction_note="Paper: the best (middle) layers show a prompt-entropy dip (compression).",
-        compute=lambda num_layers, s: PromptEntropyObserver(num_layers, s.alpha),
+        compute=_prompt_entropy,
     ),
     MetricSpec(
         name="dataset-entropy",
@@ -88,7 +121,7 @@ _SPECS = (
             "Paper: for Pythia, the layer of minimum dataset entropy does well (measured on raw streams); "
             "whether that holds for the exported representation is measured in benchmarks/rule_evidence.py."
         ),
-        compute=lambda states, s: dataset_entropy(states, s.alpha),
+        compute=_dataset_entropy,
         flat_under_whitening=True,
     ),
     MetricSpec(
@@ -97,21 +130,21 @@ _SPECS = (
         needs=frozenset({"views"}),
         direction="min",
         direction_note="Paper: for Pythia, the layer of minimum DiME does well (measured on raw streams).",
-        compute=lambda v, s: dime(v[:, 0], v[:, 1], s.dime_permutations, s.seed, s.alpha),
+        compute=_dime,
     ),
     MetricSpec(
         name="infonce",
         description="Symmetric InfoNCE loss between two augmented views, in nats.",
         needs=frozenset({"views"}),
         direction="min",
-        compute=lambda v, s: infonce(v[:, 0], v[:, 1], s.infonce_temperature),
+        compute=_infonce,
     ),
     MetricSpec(
         name="lidar",
         description="LiDAR entropy (log effective rank) of between-text vs within-view scatter.",
         needs=frozenset({"views"}),
         direction="max",
-        compute=lambda v, s: lidar(v, s.lidar_delta),
+        compute=_lidar,
     ),
     MetricSpec(
         name="curvature",
@@ -119,7 +152,7 @@ _SPECS = (
         needs=frozenset({"tokens"}),
         direction="min",
         direction_note="Lower curvature = straighter trajectory (Hosseini & Fedorenko 2023).",
-        compute=lambda num_layers, s: CurvatureObserver(num_layers),
+        compute=_curvature,
     ),
 )
 _REGISTRY = {spec.name: spec for spec in _SPECS}

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layerpick.core.calibration import check_field
-from layerpick.core.collect import CollectConfig
+from layerpick.core.collect_config import CollectConfig
 from layerpick.errors import LayerpickError
 from layerpick.metrics import MetricSpec, get_metric, list_metrics, parse_metrics
 from layerpick.selection.rules import DEFAULT_RULE, parse_rule
-from layerpick.selection.scoring import ScoringConfig
+from layerpick.selection.scoring_config import ScoringConfig
 
 # Every registered metric, in registry order (the default of --metrics).
 ALL_METRICS = ",".join(m.name for m in list_metrics())

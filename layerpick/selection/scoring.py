@@ -12,7 +12,6 @@ value is fixed by whitening, such as the entropy of whitened vectors, is left un
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -27,33 +26,11 @@ from layerpick.core.models import LoadedModel
 from layerpick.core.prompts import as_prompt, default_pooling
 from layerpick.errors import CalibrationError, LayerpickError
 from layerpick.metrics import MetricSpec
+from layerpick.selection.scoring_config import DEFAULT_VIEWS as DEFAULT_VIEWS
+from layerpick.selection.scoring_config import ScoringConfig as ScoringConfig  # its home; imported from here too
 from layerpick.selection.views import make_views
 
 MIN_TEXTS = 8
-# Two views: what dime and infonce (the default rule's metric) use. LiDAR reads every view; with 2 its per-layer
-# curve has Spearman 0.94 against 16 views on minilm-l6, 1.00 with 4 (benchmarks/results/lidar_views_minilm.md),
-# and each extra view is one more forward pass over the calibration set: `--views 4` when LiDAR matters.
-DEFAULT_VIEWS = 2
-
-
-@dataclass(frozen=True)
-class ScoringConfig:
-    alpha: float = 1.0
-    views: int = DEFAULT_VIEWS
-    seed: int = 0
-    dime_permutations: int = 10
-    infonce_temperature: float = 0.1
-    lidar_delta: float = 1e-4
-
-    def check(self) -> "ScoringConfig":
-        """One-line errors for settings no metric can use, before any model is loaded."""
-        if not (math.isfinite(self.alpha) and self.alpha > 0):
-            raise LayerpickError(f"--alpha must be a positive number (got {self.alpha})")
-        if self.views < 1:
-            raise LayerpickError(f"--views must be at least 1 (got {self.views})")
-        if self.dime_permutations < 1 or not self.infonce_temperature > 0 or not self.lidar_delta > 0:
-            raise LayerpickError("dime_permutations, infonce_temperature and lidar_delta must be positive")
-        return self
 
 
 @dataclass

@@ -2,9 +2,17 @@
 
 `server` composes the pieces: `config`, the request `protocol`, the `http_layer`, and the `batcher` that groups
 concurrent requests into model batches.
+
+Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """
 
-from layerpick.serving.config import ServeConfig, ServeError
-from layerpick.serving.server import EmbeddingServer, serve
+from layerpick._util.lazy import lazy_names
 
-__all__ = ["EmbeddingServer", "ServeConfig", "ServeError", "serve"]
+_HOMES = {
+    "ServeConfig": "config",
+    "ServeError": "config",
+    "EmbeddingServer": "server",
+    "serve": "server",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

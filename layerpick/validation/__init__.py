@@ -11,7 +11,7 @@ Names are imported on first use (PEP 562), so that `layerpick.validation.result`
 not pay for importing mteb.
 """
 
-from importlib import import_module
+from layerpick._util.lazy import lazy_names
 
 _HOMES = {
     "LayerEncoder": "encoder",
@@ -41,10 +41,4 @@ _HOMES = {
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'layerpick.validation' has no attribute {name!r}")
-    value = getattr(import_module(f"layerpick.validation.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

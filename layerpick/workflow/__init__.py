@@ -2,8 +2,16 @@
 
 `run` holds the stage ledger and reuse by key, `report` the run's markdown/HTML report, `commands` the
 reproduce lines for each stage.
+
+Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """
 
-from layerpick.workflow.run import RunConfig, RunResult, run_workflow
+from layerpick._util.lazy import lazy_names
 
-__all__ = ["RunConfig", "RunResult", "run_workflow"]
+_HOMES = {
+    "RunConfig": "config",
+    "RunResult": "run",
+    "run_workflow": "run",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerpick._util.atomic import write_text_atomic
+from layerpick._util.filenames import RUN_REPORT_PAGE, RUN_REPORT_TEXT
 from layerpick._util.formatting import COST_HEADER, cost_cells, number
 from layerpick.selection.report import (
     ARROWS,
@@ -58,9 +59,6 @@ class Code:
 
 
 Block = Heading | Text | Table | Image | Code
-
-
-RUN_REPORT_TEXT, RUN_REPORT_PAGE = "report.md", "report.html"  # written in this order: the page last
 
 
 def write_run_report(result: RunResult) -> list[Path]:

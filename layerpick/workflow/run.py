@@ -45,41 +45,23 @@ from layerpick.core.prompts import parse_prompts, prompt_from_json
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting import annotate_export, export_model
 from layerpick.exporting.metadata import ExportMetadata
-from layerpick.frontier.choice import ChoiceError, ChoiceOptions
+from layerpick.frontier.choice import ChoiceError
 from layerpick.core.fingerprint import model_fingerprint
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.errors import LayerpickError
-from layerpick.healing.config import HealConfig
 from layerpick.selection.config import SelectConfig
 from layerpick.selection import check_min_speedup, run_select, select_fit_texts
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report
 from layerpick.validation.result import ValidationReport
 from layerpick.workflow import heal_stage
+from layerpick.workflow.config import RunConfig
 from layerpick.workflow.record import RunRecord
 
 logger = logging.getLogger(__name__)
 
 LEDGER = RUN_FILE
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """What `run_workflow` does beyond selecting: which tasks and layers to validate, the export, the bench."""
-
-    tasks: tuple[str, ...] = ()
-    layers: str = "selected"
-    task_data: tuple[Path, ...] = ()
-    validate_batch_size: int = 32
-    validate_max_length: int | None = None
-    normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline
-    bench: BenchConfig | None = BenchConfig()
-    select: SelectConfig = SelectConfig()
-    choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
-    force: bool = False
-    static_exports: tuple[Path, ...] = ()  # static exports validated beside the layers (`--static`; needs tasks)
-    heal: HealConfig | None = None  # `--heal-layers`: DIR/model is a heal's (`workflow.heal_stage`), not a plain cut
 
 
 @dataclass

@@ -648,8 +648,6 @@ def _collect_raising(monkeypatch, error: BaseException | None, *, swallow: bool 
     entry point's handler), or, with `swallow`, act as if a library had caught Ctrl-C and carried on."""
     import signal
 
-    from layerpick.cli import collect_cmd
-
     def job(*args, **kwargs):
         if swallow:
             interrupt.request()
@@ -663,7 +661,7 @@ def _collect_raising(monkeypatch, error: BaseException | None, *, swallow: bool 
             raise error
         return None
 
-    monkeypatch.setattr(collect_cmd, "collect_layers", job)
+    monkeypatch.setattr("layerpick.core.collect_job.collect_layers", job)
 
 
 @pytest.mark.parametrize("debug", [False, True])

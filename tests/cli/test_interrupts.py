@@ -42,12 +42,11 @@ if hook == "imports":  # the signal arrives while torch, transformers and the co
     app.prepare_libraries = prepare
 else:  # the signal arrives in the middle of a long job
     import layerpick.core.collect_job as job
-    import layerpick.cli.collect_cmd as command
     def long_job(*args, **kwargs):
         marker.write_text("working")
         for _ in range(600):
             time.sleep(0.1)
-    command.collect_layers = long_job
+    job.collect_layers = long_job  # where `layerpick collect` looks its job up when it runs
 app.main()
 """
 

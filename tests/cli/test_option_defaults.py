@@ -306,27 +306,20 @@ def captured(monkeypatch):
         seen.update(args=args, kwargs=kwargs)
         raise Stop
 
-    from layerpick import validation
-    from layerpick.cli import (
-        bench_cmd,
-        collect_cmd,
-        compare_cmd,
-        export_cmd,
-        heal_cmd,
-        run_cmd,
-        select_cmd,
-        serve_cmd,
-    )
+    from layerpick import exporting, healing, selection, validation, workflow
+    from layerpick.cli import bench_cmd, serve_cmd
+    from layerpick.comparison import run as comparison_run
+    from layerpick.core import collect_job
 
-    for module, name in (
-        (select_cmd, "select_and_write"),
-        (collect_cmd, "collect_layers"),
-        (export_cmd, "export_model"),
-        (heal_cmd, "heal_or_sweep"),
+    for module, name in (  # where each command looks its stage up when it runs
+        (selection, "select_and_write"),
+        (collect_job, "collect_layers"),
+        (exporting, "export_model"),
+        (healing, "heal_or_sweep"),
         (bench_cmd, "run_bench"),
         (serve_cmd, "run_server"),
-        (compare_cmd, "compare_reports"),
-        (run_cmd, "run_workflow"),
+        (comparison_run, "compare_reports"),
+        (workflow, "run_workflow"),
         (validation, "run_validation"),
     ):
         monkeypatch.setattr(module, name, stand_in)

@@ -29,8 +29,8 @@ def library_work(*args, **kwargs):
 prepare = app.prepare_libraries
 def prepare_then_patch(argv):  # the command modules (and torch, tqdm) are imported after this, as always
     prepare(argv)
-    from layerpick.cli import collect_cmd
-    collect_cmd.collect_layers = library_work
+    from layerpick.core import collect_job
+    collect_job.collect_layers = library_work
 app.prepare_libraries = prepare_then_patch
 app.main()
 """

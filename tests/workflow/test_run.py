@@ -199,7 +199,7 @@ def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, mon
         seen.update(model=model, load=load, config=config)
         raise SystemExit(0)
 
-    monkeypatch.setattr("layerpick.cli.run_cmd.run_workflow", capture)
+    monkeypatch.setattr("layerpick.workflow.run_workflow", capture)
     CliRunner().invoke(app, shlex.split(line)[1:])
     assert "--limit 24" in line and "--no-bench-memory" in line and "--bench-texts 8" in line
     expected = stage_keys(result.model, result.load_options, result.config, input_facts(result.model, result.config))

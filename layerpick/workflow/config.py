@@ -1,0 +1,31 @@
+"""The settings of one `layerpick run` beyond selecting (`RunConfig`: tasks and layers validated, the export's
+normalisation, the bench, the choice, the heal), free of torch so that the command line's options read their
+defaults without importing it (`workflow.run` runs the stages)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerpick.benchmark.config import BenchConfig
+from layerpick.frontier.choice import ChoiceOptions
+from layerpick.healing.config import HealConfig
+from layerpick.selection.config import SelectConfig
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What `run_workflow` does beyond selecting: which tasks and layers to validate, the export, the bench."""
+
+    tasks: tuple[str, ...] = ()
+    layers: str = "selected"
+    task_data: tuple[Path, ...] = ()
+    validate_batch_size: int = 32
+    validate_max_length: int | None = None
+    normalize: bool | None = None  # None: as the model's own sentence-transformers pipeline
+    bench: BenchConfig | None = BenchConfig()
+    select: SelectConfig = SelectConfig()
+    choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
+    force: bool = False
+    static_exports: tuple[Path, ...] = ()  # static exports validated beside the layers (`--static`; needs tasks)
+    heal: HealConfig | None = None  # `--heal-layers`: DIR/model is a heal's (`workflow.heal_stage`), not a plain cut
