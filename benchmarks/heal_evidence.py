@@ -72,7 +72,7 @@ def table(rows: list[dict], full: dict) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
-    parser.add_argument("--layers", required=True, help="comma-separated plain cuts to score beside the full model")
+    parser.add_argument("--layers", default="", help="comma-separated plain cuts to score beside the full model")
     parser.add_argument("--healed", action="append", default=[], help="LABEL=EXPORT_DIR (split at the last =)")
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
@@ -86,7 +86,7 @@ def main() -> None:
     last = peek_num_layers(args.model)
     full = row(f"{args.model} (all {last} layers)", args.model, args, args.work, nine, scifact, layers=[last])
     rows = [full]
-    for layer in (int(k) for k in args.layers.split(",")):
+    for layer in (int(k) for k in args.layers.split(",") if k.strip()):
         rows.append(row(f"plain cut K={layer}", args.model, args, args.work, nine, scifact, layers=[layer]))
     for given in args.healed:
         label, _, folder = given.rpartition("=")
