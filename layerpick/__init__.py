@@ -123,4 +123,4 @@ if TYPE_CHECKING:
     from layerpick.errors import LayerpickError
 
 
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+_, __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -1,9 +1,10 @@
 """A package's public names imported on first use (PEP 562), so that importing one light submodule (a config, a
 result document) does not import torch, scipy or mteb through the package's `__init__`.
 
-    _HOMES = {"HealConfig": "config", "heal_model": "job"}     # name -> submodule (or an absolute module name)
-    __all__ = sorted(_HOMES)
-    __getattr__, __dir__ = lazy_names(__name__, _HOMES)
+    __all__, __getattr__, __dir__ = lazy_names(__name__, config="HealConfig", job="HealError heal_model")
+
+(each keyword a submodule, its value the names it holds), or `lazy_names(__name__, homes)` with `homes` mapping
+each name to its submodule or to an absolute module name.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
     from typing import Callable
 
 
-def lazy_names(package: str, homes: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """The `__getattr__` and `__dir__` of `package`: each name in `homes` is read from its module on first use
+def lazy_names(
+    package: str, homes: dict[str, str] | None = None, **modules: str
+) -> tuple[list[str], Callable[[str], object], Callable[[], list[str]]]:
+    """The `__all__`, `__getattr__` and `__dir__` of `package`: each name is read from its module on first use
     and kept in the package's namespace, so the import happens once."""
+    homes = {**(homes or {}), **{name: module for module, names in modules.items() for name in names.split()}}
     namespace = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> object:
@@ -33,4 +37,4 @@ def lazy_names(package: str, homes: dict[str, str]) -> tuple[Callable[[str], obj
     def __dir__() -> list[str]:
         return sorted({*namespace, *homes})
 
-    return __getattr__, __dir__
+    return sorted(homes), __getattr__, __dir__

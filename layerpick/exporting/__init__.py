@@ -11,16 +11,10 @@ Names are imported on first use (`_util.lazy`), so a light submodule imports wit
 
 from layerpick._util.lazy import lazy_names
 
-_HOMES = {
-    "ExportConfig": "config",
-    "ExportError": "job",
-    "ExportResult": "job",
-    "ParityError": "job",
-    "check_not_own_source": "job",
-    "export_model": "job",
-    "annotate_export": "model_card",
-    "atomic_directory": "st_layout",
-    "check_output": "st_layout",
-}
-__all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    config="ExportConfig",
+    job="ExportError ExportResult ParityError check_not_own_source export_model",
+    model_card="annotate_export",
+    st_layout="atomic_directory check_output",
+)

@@ -11,15 +11,10 @@ Names are imported on first use (`_util.lazy`), so a light submodule imports wit
 
 from layerpick._util.lazy import lazy_names
 
-_HOMES = {
-    "HealConfig": "config",
-    "HealError": "job",
-    "heal_model": "job",
-    "HealReport": "result",
-    "HealSweep": "sweep",
-    "check_sweep": "sweep",
-    "heal_layers": "sweep",
-    "heal_or_sweep": "sweep",
-}
-__all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    config="HealConfig",
+    job="HealError heal_model",
+    result="HealReport",
+    sweep="HealSweep check_sweep heal_layers heal_or_sweep",
+)

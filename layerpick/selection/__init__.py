@@ -7,16 +7,9 @@ Names are imported on first use (`_util.lazy`), so a light submodule imports wit
 
 from layerpick._util.lazy import lazy_names
 
-_HOMES = {
-    "SelectConfig": "config",
-    "run_select": "job",
-    "select_and_write": "job",
-    "select_fit_texts": "job",
-    "DEFAULT_RULE": "rules",
-    "LayerChoice": "rules",
-    "check_min_speedup": "rules",
-    "choose_layer": "rules",
-    "parse_rule": "rules",
-}
-__all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    config="SelectConfig",
+    job="run_select select_and_write select_fit_texts",
+    rules="DEFAULT_RULE LayerChoice check_min_speedup choose_layer parse_rule",
+)

@@ -8,11 +8,4 @@ Names are imported on first use (`_util.lazy`), so a light submodule imports wit
 
 from layerpick._util.lazy import lazy_names
 
-_HOMES = {
-    "ServeConfig": "config",
-    "ServeError": "config",
-    "EmbeddingServer": "server",
-    "serve": "server",
-}
-__all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(__name__, config="ServeConfig ServeError", server="EmbeddingServer serve")

@@ -39,6 +39,4 @@ _HOMES = {
     "split_items": "tasks",
 }
 
-__all__ = sorted(_HOMES)
-
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -8,10 +8,4 @@ Names are imported on first use (`_util.lazy`), so a light submodule imports wit
 
 from layerpick._util.lazy import lazy_names
 
-_HOMES = {
-    "RunConfig": "config",
-    "RunResult": "run",
-    "run_workflow": "run",
-}
-__all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_names(__name__, _HOMES)
+__all__, __getattr__, __dir__ = lazy_names(__name__, config="RunConfig", run="RunResult run_workflow")
