@@ -59,8 +59,8 @@ def export(
         str,
         typer.Option(
             "--format",
-            help="sentence-transformers; onnx: also onnx/model.onnx (needs layerpick[onnx]); static: "
-            "instead a model2vec static table distilled from the cut (needs layerpick[static]).",
+            help="sentence-transformers; onnx: also onnx/model.onnx (needs layerpick\\[onnx]); static: "
+            "instead a model2vec static table distilled from the cut (needs layerpick\\[static]).",
         ),
     ] = default(ExportConfig, "format"),
     static_dims: Annotated[

@@ -33,7 +33,7 @@ def heal(
         Optional[float],
         typer.Option(
             "--max-loss",
-            help="With --layers: the loss of held-out cosine to the teacher (1.0) a kept cut may have [default: 0.12].",
+            help="With --layers: the loss of held-out cosine to the teacher (1.0) a kept cut may have (default 0.12).",
         ),
     ] = default(HealConfig, "max_loss"),
     fit_texts: Annotated[

@@ -75,11 +75,11 @@ def run(
     ] = None,
     heal_max_loss: Annotated[
         Optional[float],
-        typer.Option("--heal-max-loss", help="With --heal-layers: heal's --max-loss [default: 0.12]."),
+        typer.Option("--heal-max-loss", help="With --heal-layers: heal's --max-loss (default 0.12)."),
     ] = None,
     heal_epochs: Annotated[
         Optional[int],
-        typer.Option("--heal-epochs", help="With --heal-layers: heal's --epochs, passes over the texts [default: 10]."),
+        typer.Option("--heal-epochs", help="With --heal-layers: heal's --epochs, passes over the texts (default 10)."),
     ] = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
