@@ -20,7 +20,9 @@ from layerpick.healing.config import HealConfig
 def heal(
     model: opt.ModelArg = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write the healed export to.")] = ...,
-    layer: Annotated[Optional[int], typer.Option("--layer", "-k", help="Keep the first K blocks (1..L-1).")] = None,
+    layer: Annotated[
+        Optional[int], typer.Option("--layer", "-k", help="Keep K blocks (1..L-1): which ones, --blocks.")
+    ] = None,
     layers: Annotated[
         Optional[str],
         typer.Option(
@@ -36,6 +38,14 @@ def heal(
             help="With --layers: the loss of held-out cosine to the teacher (1.0) a kept cut may have (default 0.12).",
         ),
     ] = default(HealConfig, "max_loss"),
+    blocks: Annotated[
+        str,
+        typer.Option(
+            "--blocks",
+            help="Which of the teacher's blocks the K kept start from: spread (the first, the last and evenly "
+            "between), first (the plain cut export makes), or one cut's list counted from 1, e.g. 1,3,6.",
+        ),
+    ] = default(HealConfig, "blocks"),
     fit_texts: Annotated[
         Optional[str],
         typer.Option(

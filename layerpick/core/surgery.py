@@ -123,6 +123,17 @@ def cut_config(config, k: int):
     return new
 
 
+def chosen_blocks_config(config, full_config, indices):
+    """A copy of a cut's `config` whose per-block fields are `full_config`'s at `indices` (0-based): the config of
+    a model made of those blocks of the full one, in that order."""
+    new = copy.deepcopy(config)
+    for field in family_for(config).per_layer_fields:
+        values = getattr(full_config, field, None)
+        if isinstance(values, (list, tuple)):
+            setattr(new, field, [list(values)[i] for i in indices])
+    return new
+
+
 def truncate_(model: nn.Module, k: int) -> nn.Module:
     """Cut `model` in place after block k: blocks k.. are dropped (their parameters gone), config fixed."""
     model_blocks = blocks(model)

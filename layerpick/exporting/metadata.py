@@ -94,6 +94,11 @@ class ExportMetadata(Document):
         return isinstance(self.heal, dict)
 
     @property
+    def kept(self) -> str:
+        """Which layers the export keeps, in words (`describe_kept`)."""
+        return describe_kept(self.layer, self.num_layers, (self.heal or {}).get("teacher", {}).get("blocks"))
+
+    @property
     def baseline(self) -> dict[str, Any]:
         """The full model this export was cut from, followed through exports of exports: {"model", "path"}."""
         return self.source.get("baseline") or {"model": self.model, "path": self.source_path}
@@ -110,3 +115,11 @@ def read_metadata(directory: str | Path) -> ExportMetadata | None:
     except ReportFormatError as error:
         logger.warning("ignoring %s", error)
         return None
+
+
+def describe_kept(layer: int, num_layers: int, healed_from: list[int] | None = None, noun: str = "") -> str:
+    """`first 3 of 6`; a cut healed from other blocks of its teacher (`heal --blocks`, counted from 1):
+    `3 of 6 (healed from blocks 1, 3, 6)`. `noun` follows the numbers (` layers`)."""
+    if not healed_from or list(healed_from) == list(range(1, layer + 1)):
+        return f"first {layer} of {num_layers}{noun}"
+    return f"{layer} of {num_layers}{noun} (healed from blocks {', '.join(map(str, healed_from))})"

@@ -20,7 +20,7 @@ from typing import Any
 from layerpick._util.atomic import write_json_atomic, write_text_atomic
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core import registry
-from layerpick.exporting.metadata import ExportMetadata, read_metadata
+from layerpick.exporting.metadata import ExportMetadata, describe_kept, read_metadata
 
 CARD_FILE = "README.md"
 
@@ -228,9 +228,11 @@ def _intro(facts: ExportFacts) -> str:
     if facts.static:
         return _static_intro(facts)
     kept = facts.params_cut / max(facts.params_full, 1)
+    blocks = (facts.heal or {}).get("teacher", {}).get("blocks")
+    layers = describe_kept(facts.layer, facts.num_layers, blocks, noun=" layers")
     return (
-        f"# {_short_name(facts.model)}, first {facts.layer} of {facts.num_layers} layers\n\n"
-        f"A sentence embedding model made of **the first {facts.layer} of {facts.num_layers} layers** of "
+        f"# {_short_name(facts.model)}, {layers}\n\n"
+        f"A sentence embedding model made of **{'the ' if layers.startswith('first') else ''}{layers}** of "
         f"`{facts.model}` ({facts.architecture}), cut by layerpick: {_removed(facts)}, so it keeps "
         f"{facts.params_cut:,} of {facts.params_full:,} parameters ({kept:.0%}). "
         f"Its output is {facts.pooling} pooling over {_representation_words(facts)}"
@@ -250,7 +252,7 @@ def _heal(facts: ExportFacts) -> str:
         f"After the cut, the {facts.layer} layers kept were trained by `layerpick heal` to reproduce "
         f"{heal.get('teacher', {}).get('description', 'the full model')} on {texts.get('count')} unlabelled texts "
         f"({texts.get('source')}), {epochs} epoch{'' if epochs == 1 else 's'}: its vectors are no longer "
-        "layer K's (the parity below was measured on the cut before healing). On "
+        "layer K's (the parity below was measured on the plain cut of the first K blocks, before healing). On "
         f"{after.get('texts')} held-out texts, mean cosine to the teacher {before['cosine']:.4f} -> "
         f"{after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours {before['knn_overlap']:.4f} -> "
         f"{after['knn_overlap']:.4f}.\n"

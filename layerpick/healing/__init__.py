@@ -1,6 +1,7 @@
 """The heal stage: a cut trained, on unlabelled texts, to give back its teacher's sentence vectors.
 
-`job` composes (cut by export, teacher, texts, training, fidelity, the healed export written whole); `texts`
+`job` composes (cut by export, teacher, texts, training, fidelity, the healed export written whole); `blocks`
+says which of the teacher's blocks the cut starts from; `texts`
 reads and splits the texts; `teacher` says what is reproduced and keeps its vectors; `train` runs
 sentence-transformers' trainer with a checkpoint per epoch; `loss` the distillation losses; `fidelity` the
 label-free measures; `sweep` heals several K and keeps the shallowest clearing a fidelity line; `workspace` the

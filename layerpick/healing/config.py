@@ -14,15 +14,17 @@ class HealConfig:
     folder otherwise (a BEIR folder's corpus.jsonl is split into passages of the model's length). `held_out` is the
     share of the texts kept back to measure fidelity (at least `heal.texts.MIN_HELD_OUT` texts); `max_texts`
     caps the texts used (a seeded sample). `loss`: `cosine+mse` (the two summed), `mse` (sentence-transformers'
-    MSELoss) or `cosine`. `layers` ("2,3,4" or "all") heals each of those cuts instead of `layer` and keeps the
+    MSELoss) or `cosine`. `blocks`: which of the teacher's blocks the K places start from (`spread`, `first`,
+    or a list such as `1,3,6`). `layers` ("2,3,4" or "all") heals each of those cuts instead of `layer` and keeps the
     shallowest whose held-out cosine to the teacher is at least 1 - `max_loss` (`healing.sweep`)."""
 
     layer: int | None = None  # what `layerpick.heal` cuts after; the model must have more layers
+    blocks: str = "spread"  # the teacher's blocks the cut starts from: spread, first or a list (`healing.blocks`)
     fit_texts: str | None = None
     field: str | None = None  # the text's field in JSONL fit texts (None: `text`)
     pooling: str | None = None  # how the cut (and a raw model's teacher at layer L) pools; None: as export does
-    # The measured heals' schedule (benchmarks/results/heal.md: minilm-l6 at K = 3 kept 90% of its SciFact
-    # nDCG@10 after 10 epochs and 86% after 5; the issue's first probes, 2 epochs at 1e-4 or 2e-4, kept 60-73%).
+    # The measured heals' schedule (benchmarks/results/heal.md: minilm-l6 at K = 3 from the first blocks kept 90%
+    # of its SciFact nDCG@10 after 10 epochs and 86% after 5; heal_init.md: from spread blocks, 93% after 2).
     epochs: int = 10
     learning_rate: float = 2e-4
     batch_size: int = 64

@@ -35,6 +35,7 @@ from layerpick.exporting import (
     export_model,
 )
 from layerpick.exporting.metadata import ExportMetadata
+from layerpick.healing import blocks as heal_blocks
 from layerpick.healing import teacher as teachers
 from layerpick.healing import texts as heal_texts
 from layerpick.healing import workspace
@@ -84,7 +85,8 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     """Every check that needs no weights: K, the settings, and the texts where no tokenizer is needed to count them."""
     if layer is None:
         raise HealError("give the layer to cut after (--layer K)")
-    if layer < 1 or layer == peek_num_layers(model, load_options):  # K > L: export says so once the model loads
+    num_layers = peek_num_layers(model, load_options)
+    if layer < 1 or layer == num_layers:  # K > L: export says so once the model loads
         raise LayerRangeError(
             f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K < L "
             "(at K = L there is nothing to heal)"
@@ -98,6 +100,9 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     load_options.check()
     if load_options.dtype != "float32" or load_options.device_map:
         raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")
+    heal_blocks.check_syntax(config.blocks)
+    if num_layers is not None and 1 <= layer < num_layers:
+        heal_blocks.choose(config.blocks, layer, num_layers)
     check_field(config.field, {"--fit-texts": config.fit_texts})
     if not heal_texts.is_corpus_folder(config.fit_texts):
         texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts, config.field), config.max_texts, config.seed)
@@ -106,7 +111,18 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
 
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
     """The settings a kept work folder must match to be resumed."""
-    keep = ("fit_texts", "pooling", "epochs", "learning_rate", "batch_size", "seed", "held_out", "max_texts", "loss")
+    keep = (
+        "blocks",
+        "fit_texts",
+        "pooling",
+        "epochs",
+        "learning_rate",
+        "batch_size",
+        "seed",
+        "held_out",
+        "max_texts",
+        "loss",
+    )
     return {
         "model": model,
         "layer": layer,
@@ -131,7 +147,8 @@ def _heal(
     if cut.layer >= cut.num_layers:
         raise LayerRangeError(f"layer {layer} is the last of {cut.num_layers}: at K = L there is nothing to heal")
     teacher = teachers.find_teacher(model, cut, teacher_home, load_options, config.progress)
-    student = teachers.load_encoder(str(cut_dir), device)
+    blocks = heal_blocks.choose(config.blocks, cut.layer, cut.num_layers)
+    student = load_student(cut_dir, teacher, blocks, device)
     texts = heal_texts.prepare_texts(
         config.fit_texts,
         student.tokenizer,
@@ -154,7 +171,7 @@ def _heal(
         model=model,
         layer=cut.layer,
         num_layers=cut.num_layers,
-        teacher=teacher.describe(int(vectors.shape[1])),
+        teacher={**teacher.describe(int(vectors.shape[1])), "blocks": list(blocks)},
         texts=texts.describe(),
         training=outcome.describe(config, device, round((time.monotonic() - started) / 60, 2)),
         before=before,
@@ -176,6 +193,17 @@ def build_cut(
         export = ExportConfig(layer=layer, pooling=config.pooling, progress=config.progress, overwrite=True)
         export_model(model, layer, folder, export, load_options=load_options)
     return folder, ExportMetadata.read(folder / "layerpick.json")
+
+
+def load_student(cut_dir: Path, teacher: teachers.Teacher, blocks: tuple[int, ...], device: str) -> Any:
+    """The cut to train: as export made it, or with the teacher's `blocks` in its K places (`healing.blocks`)."""
+    if heal_blocks.is_first(blocks):
+        return teachers.load_encoder(str(cut_dir), device)
+    source = teachers.load_encoder(teacher.path, "cpu")[0].auto_model
+    heal_blocks.seat_config(cut_dir, source.config, blocks)
+    student = teachers.load_encoder(str(cut_dir), device)
+    heal_blocks.seat_weights(student[0].auto_model, source, blocks)
+    return student
 
 
 def _check_dimensions(student: Any, vectors: torch.Tensor, teacher: teachers.Teacher) -> None:
@@ -231,6 +259,7 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
     words = ["layerpick", "heal", model, "--layer", str(layer), "--output", str(output)]
     default = HealConfig()
     for name in (
+        "blocks",
         "fit_texts",
         "field",
         "pooling",

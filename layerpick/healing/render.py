@@ -8,6 +8,7 @@ import dataclasses
 
 from rich.console import Console
 
+from layerpick.exporting.metadata import describe_kept
 from layerpick.healing.result import HealReport
 from layerpick.healing.sweep import HealSweep, describe_rule
 
@@ -17,7 +18,7 @@ def render_heal(report: HealReport) -> None:
     console = Console()
     texts, training = report.texts, report.training
     console.print(f"[bold]healed[/bold] {report.output}")
-    console.print(f"  layers      first {report.layer} of {report.num_layers}")
+    console.print(f"  layers      {describe_blocks(report)}")
     console.print(f"  teacher     {report.teacher.get('description')}")
     console.print(
         f"  texts       {texts.get('count')} from {texts.get('source')} ({texts.get('train')} trained on, "
@@ -37,6 +38,11 @@ def render_heal(report: HealReport) -> None:
     before, after = report.before, report.after
     console.print(f"  fidelity    cosine to the teacher {before.cosine:.4f} -> {after.cosine:.4f}")
     console.print(f"              {after.k}-NN overlap {before.knn_overlap:.4f} -> {after.knn_overlap:.4f}")
+
+
+def describe_blocks(report: HealReport) -> str:
+    """`first 3 of 6`, or `3 of 6 (healed from blocks 1, 3, 6)`."""
+    return describe_kept(report.layer, report.num_layers, report.teacher.get("blocks"))
 
 
 def render_sweep(sweep: HealSweep) -> None:

@@ -23,9 +23,9 @@ logger = logging.getLogger(__name__)
 MIN_HELD_OUT = 50  # held-out texts below which the 10-neighbour fidelity says little
 MIN_TRAIN = 50
 MIN_TEXTS = MIN_HELD_OUT + MIN_TRAIN
-# benchmarks/results/heal.md: minilm-l6 cut at 3 kept 90% of its SciFact nDCG@10 healed 10 epochs on 8,471
-# passages of the corpus (the probe: 73% from 6,000 in 2 epochs), 56% healed on 18,000 generic short texts;
-# nothing under 2,000 has been measured to heal.
+# benchmarks/results/heal_init.md: minilm-l6 at 3 of 6 layers, started from spread blocks, kept 93% of its
+# SciFact nDCG@10 healed 2 epochs on 900 passages of the corpus (heal.md: 56-58% healed on 18,000 generic short
+# texts); more texts of the corpus have not been measured from that start on this CPU.
 ENOUGH_TEXTS = 2000
 CORPUS_FILE = "corpus.jsonl"
 
@@ -142,8 +142,8 @@ def warn_if_thin(count: int, source: str) -> None:
     if count < ENOUGH_TEXTS:
         logger.warning(
             "only %d texts from %s: healing has been measured to work with thousands of texts of the corpus the "
-            "model will serve (minilm-l6 at 3 of 6 layers: 90%% of its retrieval quality from 8,471 passages, "
-            "10 epochs); expect little recovery below %d",
+            "model will serve (minilm-l6 at 3 of 6 layers: 93%% of its retrieval quality from 900 passages, "
+            "2 epochs); expect less below %d",
             count,
             source,
             ENOUGH_TEXTS,

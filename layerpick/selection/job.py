@@ -165,8 +165,9 @@ def heal_hint(model: str, load_options: LoadOptions, layer: int, num_layers: int
     half = num_layers // 2
     return [
         f"a trained sentence embedder is best used whole, so its last layer is chosen; to make it faster, heal a cut: "
-        f"`layerpick heal {model} --layer {half} --fit-texts YOUR_TEXTS --output DIR` trains its first {half} "
-        f"layers to give the full model's vectors back ({costs.speedup(half):.1f}x ideal speed-up), best on "
+        f"`layerpick heal {model} --layer {half} --fit-texts YOUR_TEXTS --output DIR` trains a {half}-layer "
+        f"cut (started from {half} of its layers spread over the depth) to give the full model's vectors back "
+        f"({costs.speedup(half):.1f}x ideal speed-up), best on "
         "thousands of your own texts (`--layers all` instead heals every cut and keeps the shallowest that stays "
         "close to the full model on held-out texts); `layerpick validate --exported DIR --documents-by "
         f"{model}` then scores it as a query encoder for an index the full model built"

@@ -322,7 +322,7 @@ def _export(result: RunResult) -> list[Block]:
             ["", ""],
             [
                 ["location", f"`{result.export_dir}`"],
-                ["layers kept", f"first {export.layer} of {export.num_layers}"],
+                ["layers kept", export.kept],
                 ["parameters", f"{export.parameters['cut']:,} of {export.parameters['full']:,}"],
                 ["weights", f"{export.weights_bytes / 1e6:.1f} MB (safetensors)"],
                 [

@@ -155,6 +155,9 @@ ROWS: list[Row] = [
     Row("heal", "layers-to-the-last", "heal {random} --layers 2,4 -o {ws}/h", USER, ["at K = L there is nothing"]),
     Row("heal", "layer-and-layers", "heal {random} -k 2 --layers 2,3 -o {ws}/h", USER, ["give one of them"]),
     Row("heal", "max-loss-alone", "heal {random} -k 2 --max-loss 0.1 -o {ws}/h", USER, ["add --layers"]),
+    Row("heal", "blocks-word", "heal {random} -k 2 --blocks even -o {ws}/h", USER, ["--blocks must be spread, first"]),
+    Row("heal", "blocks-count", "heal {random} -k 2 --blocks 1,2,4 -o {ws}/h", USER, ["name 2 different blocks"]),
+    Row("heal", "blocks-in-sweep", "heal {random} --layers 2,3 --blocks 1,4 -o {ws}/h", USER, ["a sweep takes"]),
     Row("heal", "max-loss-1", "heal {random} --layers 2 --max-loss 1 -o {ws}/h", USER, ["0 <= X < 1"]),
     Row(
         "export",
