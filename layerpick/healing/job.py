@@ -50,6 +50,21 @@ CUT_DIR = "cut"
 RELOAD_TEXTS = 8  # held-out texts the written export must encode as the trained model did
 RELOAD_TOLERANCE = 1e-4  # relative to the largest |value|
 WEIGHTS_DIR = "weights"
+# What makes one heal differ from another: a kept work folder resumes only under the same values, and the
+# command that makes a heal again names those that differ from the defaults.
+HEAL_SETTINGS = (
+    "blocks",
+    "fit_texts",
+    "field",
+    "pooling",
+    "epochs",
+    "learning_rate",
+    "batch_size",
+    "seed",
+    "held_out",
+    "max_texts",
+    "loss",
+)
 
 
 class HealError(LayerpickError):
@@ -111,22 +126,10 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
 
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
     """The settings a kept work folder must match to be resumed."""
-    keep = (
-        "blocks",
-        "fit_texts",
-        "pooling",
-        "epochs",
-        "learning_rate",
-        "batch_size",
-        "seed",
-        "held_out",
-        "max_texts",
-        "loss",
-    )
     return {
         "model": model,
         "layer": layer,
-        **{name: getattr(config, name) for name in keep},
+        **{name: getattr(config, name) for name in HEAL_SETTINGS},
         "load": load_options.cli_flags(),
     }
 
@@ -258,19 +261,7 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
     """The command line that makes this heal again."""
     words = ["layerpick", "heal", model, "--layer", str(layer), "--output", str(output)]
     default = HealConfig()
-    for name in (
-        "blocks",
-        "fit_texts",
-        "field",
-        "pooling",
-        "epochs",
-        "learning_rate",
-        "batch_size",
-        "seed",
-        "held_out",
-        "max_texts",
-        "loss",
-    ):
+    for name in HEAL_SETTINGS:
         value = getattr(config, name)
         if value != getattr(default, name):
             words += [f"--{name.replace('_', '-')}", str(value)]

@@ -175,6 +175,7 @@ MAPPED: dict[str, Mapping] = {
     "heal": {
         **fields(
             HealConfig,
+            "blocks",
             "fit_texts",
             "field",
             "pooling",
