@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -81,6 +82,7 @@ def heal(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = default(
         HealConfig, "overwrite"
     ),
+    as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     load: LoadOptions = LoadOptions(),
 ) -> None:
@@ -95,4 +97,9 @@ def heal(
 
     interrupt.final_output(output)  # once the healed export is in place, the command has succeeded
     result = healing.heal_or_sweep(registry.model_or_default(model), layer, output, config, load_options=load)
-    render_sweep(result) if isinstance(result, healing.HealSweep) else render_heal(result)
+    if as_json:
+        typer.echo(json.dumps(result.heal_section(), indent=2))
+    elif isinstance(result, healing.HealSweep):
+        render_sweep(result)
+    else:
+        render_heal(result)

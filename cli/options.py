@@ -294,7 +294,8 @@ Json = Annotated[
     typer.Option(
         "--json",
         help="Print the result as JSON on stdout and nothing else (select: report.json, validate: "
-        "validation.json, compare: compare.json, bench: the result object, run: a summary object).",
+        "validation.json, compare: compare.json, bench: the result object, run: a summary object, heal: the "
+        "export's heal section).",
     ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.", envvar="LAYERPICK_QUIET")]

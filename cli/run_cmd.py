@@ -81,6 +81,10 @@ def run(
         Optional[int],
         typer.Option("--heal-epochs", help="With --heal-layers: heal's --epochs, passes over the texts (default 10)."),
     ] = None,
+    heal_blocks: Annotated[
+        Optional[str],
+        typer.Option("--heal-blocks", help="With --heal-layers: heal's --blocks, spread or first (default spread)."),
+    ] = None,
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),
@@ -113,7 +117,7 @@ def run(
         static_exports=tuple(static or ()),
         bench=bench_config if bench else None,
         select=selection,
-        heal=heal_config(heal_layers, heal_max_loss, heal_epochs),
+        heal=heal_config(heal_layers, heal_max_loss, heal_epochs, heal_blocks),
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
@@ -128,9 +132,11 @@ def run(
         raise LayerpickError(f"{len(failures)} validation task(s) failed ({', '.join(failures)}); see {files[0]}")
 
 
-def heal_config(layers: str | None, max_loss: float | None, epochs: int | None) -> HealConfig | None:
+def heal_config(
+    layers: str | None, max_loss: float | None, epochs: int | None, blocks: str | None
+) -> HealConfig | None:
     """run's heal options as a HealConfig (None without any of them); unset ones keep heal's defaults."""
-    given = {"layers": layers, "max_loss": max_loss, "epochs": epochs}
+    given = {"layers": layers, "max_loss": max_loss, "epochs": epochs, "blocks": blocks}
     if all(value is None for value in given.values()):
         return None
     return HealConfig(**{name: value for name, value in given.items() if value is not None})

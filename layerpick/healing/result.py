@@ -54,6 +54,10 @@ class HealReport(Document):
         fidelity = {key: Fidelity(**values[key]) for key in ("before", "after")}
         return cls(**{**values, **fidelity}, extra=extra)
 
+    def heal_section(self) -> dict[str, Any]:
+        """The healed export's heal section (`heal --json` prints it; a sweep's adds the sweep)."""
+        return self.to_json()
+
     @property
     def final_loss(self) -> float | None:
         return self.training.get("final_loss")

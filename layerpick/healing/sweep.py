@@ -77,6 +77,11 @@ class HealSweep:
             ],
         }
 
+    def heal_section(self) -> dict[str, Any]:
+        """The chosen export's heal section: its heal, with the sweep's output, command and every K's fidelity."""
+        command = sweep_command(self.report.command, [h.layer for h in self.heals], Path(self.output), self.max_loss)
+        return {**self.report.to_json(), "output": self.output, "command": command, "sweep": self.to_json()}
+
 
 def describe_rule(max_loss: float) -> str:
     return f"the shallowest healed cut whose held-out cosine to the teacher is at least {1.0 - max_loss:g}"
@@ -113,12 +118,24 @@ def check_max_loss(max_loss: float, option: str = "--max-loss") -> float:
 
 
 def check_sweep(
-    model: str, layers: str | Sequence[int], max_loss: float | None, load_options: LoadOptions, prefix: str = ""
+    model: str,
+    layers: str | Sequence[int],
+    max_loss: float | None,
+    load_options: LoadOptions,
+    prefix: str = "",
+    blocks: str = heal_blocks.DEFAULT,
 ) -> None:
-    """A sweep's layers (against the model's count) and line, checked without loading any weights; `prefix`
-    names the options in errors as the command has them (run's `--heal-layers`, `--heal-max-loss`)."""
+    """A sweep's layers (against the model's count), line and blocks, checked without loading any weights;
+    `prefix` names the options in errors as the command has them (run's `--heal-layers`, `--heal-max-loss`)."""
     parse_layers(layers, peek_num_layers(model, load_options), option=f"--{prefix}layers")
     check_max_loss(DEFAULT_MAX_LOSS if max_loss is None else max_loss, option=f"--{prefix}max-loss")
+    check_sweep_blocks(blocks, option=f"--{prefix}blocks")
+
+
+def check_sweep_blocks(blocks: str, option: str = "--blocks") -> None:
+    """A sweep heals several K, so its blocks are a rule (spread, first), not one cut's list."""
+    if blocks not in heal_blocks.WORDS:
+        raise HealError(f"{option} {blocks}: a sweep takes spread or first (a list names the blocks of one cut)")
 
 
 def heal_or_sweep(
@@ -158,8 +175,7 @@ def heal_layers(
     output = Path(output)
     max_loss = check_max_loss(DEFAULT_MAX_LOSS if max_loss is None else max_loss)
     layers = parse_layers(layers, peek_num_layers(model, load_options))
-    if config.blocks not in heal_blocks.WORDS:
-        raise HealError(f"--blocks {config.blocks} names the blocks of one cut: a sweep takes spread or first")
+    check_sweep_blocks(config.blocks)
     check_request(model, layers[0], config, load_options)
     check_not_own_source(model, output)
     check_output(output, config.overwrite)
@@ -284,9 +300,7 @@ def _publish(healed: Path, output: Path, sweep: HealSweep, overwrite: bool) -> N
     with atomic_directory(output, overwrite, tree_bytes(healed) + (1 << 20)) as stage:
         target = stage / "export"
         shutil.copytree(healed, target)
-        command = sweep_command(sweep.report.command, [h.layer for h in sweep.heals], output, sweep.max_loss)
-        heal = {**sweep.report.to_json(), "output": str(output), "command": command, "sweep": sweep.to_json()}
-        annotate_export(target, heal=heal)
+        annotate_export(target, heal=sweep.heal_section())
 
 
 def sweep_command(one_heal: str, layers: Sequence[int], output: Path, max_loss: float) -> str:

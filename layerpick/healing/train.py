@@ -99,14 +99,27 @@ def train(
 
 
 def quieten(trainer: Any) -> None:
-    """Without progress bars the trainer prints each log line on stdout: the heal reports the losses itself. The
-    checkpoints need no model card."""
-    from transformers.trainer_callback import PrinterCallback
+    """The trainer prints each log line on stdout (with progress bars and without), which `heal --json` must
+    keep clean: the heal reports the losses itself. The checkpoints need no model card."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_bars_only())
     card = getattr(trainer, "model_card_callback_class", None)
     if card is not None:
         trainer.remove_callback(card)
+
+
+def _bars_only() -> Any:
+    """transformers' progress bars (on stderr) without the log line they write on stdout each epoch."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class BarsOnly(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    return BarsOnly
 
 
 def default_prompt(student: Any) -> str | None:

@@ -122,6 +122,8 @@ def _heal_flags(config: RunConfig) -> list[str]:
         flags += ["--heal-max-loss", f"{config.heal.max_loss:g}"]
     if config.heal.epochs != HealConfig().epochs:
         flags += ["--heal-epochs", str(config.heal.epochs)]
+    if config.heal.blocks != HealConfig().blocks:
+        flags += ["--heal-blocks", config.heal.blocks]
     return flags
 
 

@@ -68,7 +68,9 @@ def check_heal(model: str, config: "RunConfig") -> None:
         raise LayerpickError(f"--heal-epochs must be at least 1 (got {config.heal.epochs})")
     from layerpick.healing import check_sweep
 
-    check_sweep(model, config.heal.layers, config.heal.max_loss, LoadOptions(), prefix="heal-")
+    check_sweep(
+        model, config.heal.layers, config.heal.max_loss, LoadOptions(), prefix="heal-", blocks=config.heal.blocks
+    )
 
 
 def heal_export(model: str, load_options: LoadOptions, config: "RunConfig", output: Path, progress: bool):

@@ -332,6 +332,14 @@ ROWS: list[Row] = [
     ),
     Row("run", "heal-max-loss-alone", "run {random} --heal-max-loss 0.1 --output {ws}/r", USER, ["--heal-layers"]),
     Row("run", "heal-epochs-alone", "run {random} --heal-epochs 2 --output {ws}/r", USER, ["--heal-layers"]),
+    Row("run", "heal-blocks-alone", "run {random} --heal-blocks first --output {ws}/r", USER, ["--heal-layers"]),
+    Row(
+        "run",
+        "heal-blocks-list",
+        "run {random} --heal-layers 2,3 --heal-blocks 1,4 --output {ws}/r",
+        USER,
+        ["--heal-blocks 1,4: a sweep takes spread or first"],
+    ),
     Row(
         "run", "heal-epochs-0", "run {random} --heal-layers 1 --heal-epochs 0 --output {ws}/r", USER, ["--heal-epochs"]
     ),

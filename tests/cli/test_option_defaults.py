@@ -233,12 +233,12 @@ NOT_MAPPED = {
     "collect": {"model"},
     "validate": {"model", "tasks", "materialize", "choose", "max_loss", "as_json"},  # choice: see below
     "export": {"model", "output", "layer", "layers"},
-    "heal": {"model", "output", "layer"},
+    "heal": {"model", "output", "layer", "as_json"},
     "bench": {"directory", "layers", "validation", "static", "output", "as_json", "quiet"},
     "serve": {"directory"},
     "compare": {"reports", "output", "as_json"},
     # layers: None is "selected" (RunConfig's), or "all" when choosing by validation; bench's quiet is run_bench's
-    # heal_layers, heal_max_loss, heal_epochs: a HealConfig's, None (no heal; heal's defaults) unless given
+    # heal_layers, heal_max_loss, heal_epochs, heal_blocks: a HealConfig's, None (no heal; heal's defaults) unless given
     "run": {
         "model",
         "layers",
@@ -249,6 +249,7 @@ NOT_MAPPED = {
         "heal_layers",
         "heal_max_loss",
         "heal_epochs",
+        "heal_blocks",
     },
     "models": set(),
 }

@@ -51,3 +51,20 @@ def test_heal_reads_jsonl_texts_from_the_field_named(tiny_embedder, heal_texts, 
     assert refused == 1 and code == 0, printed.err
     heal = read_metadata(output).heal
     assert heal["texts"]["count"] == len(lines) and "--field body" in heal["command"]
+
+
+def test_heal_json_prints_the_exports_heal_section_and_nothing_else(tiny_embedder, heal_texts, tmp_path, capsys):
+    import json
+
+    output = tmp_path / "healed"
+    argv = ["heal", str(tiny_embedder), "--layer", "1", "--fit-texts", str(heal_texts), "--epochs", "1"]
+    interrupt.reset()
+    try:
+        code = cli_app.run([*argv, "--batch-size", "16", "--output", str(output), "--json"])
+    finally:
+        interrupt.reset()
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    document = json.loads(printed.out)
+    assert document == read_metadata(output).heal
+    assert document["format"] == "layerpick-heal/1" and document["layer"] == 1

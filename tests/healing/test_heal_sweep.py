@@ -5,6 +5,7 @@ clears the line, so that another --max-loss reuses them."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 
 import pytest
@@ -67,6 +68,7 @@ def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_em
     assert [row["layer"] for row in heal["sweep"]["layers"]] == [1, 2]
     assert heal["sweep"]["chosen"] == 1 and heal["sweep"]["max_loss"] == 0.99
     assert "--layers 1,2" in heal["command"] and "--max-loss 0.99" in heal["command"]
+    assert json.loads(json.dumps(result.heal_section())) == heal  # what `heal --layers --json` prints
     assert not (tmp_path / ".healed.heal-sweep").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["healed"]
 

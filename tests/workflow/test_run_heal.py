@@ -64,6 +64,7 @@ def test_bad_heal_settings_are_refused_before_any_stage(embedder_and_texts, tmp_
         ({"layers": "1,9"}, "out of range"),
         ({"layers": None}, "needs the layers to heal"),
         ({"max_loss": 2.0}, "0 <= X < 1"),
+        ({"blocks": "1,2"}, "a sweep takes spread or first"),
     ):
         with pytest.raises(LayerpickError, match=message):
             run_workflow(str(embedder), tmp_path / "run", config=config_for(texts, **changes), progress=False)
@@ -78,3 +79,11 @@ def test_bad_heal_settings_are_refused_before_any_stage(embedder_and_texts, tmp_
             config=dataclasses.replace(chosen, choice=ChoiceOptions("validated")),
             progress=False,
         )
+
+
+def test_a_changed_heal_setting_is_in_the_reproduce_line():
+    from layerpick.workflow.commands import _heal_flags
+
+    flags = _heal_flags(RunConfig(heal=dataclasses.replace(HEAL, blocks="first")))
+    assert flags[-2:] == ["--heal-blocks", "first"] and "--heal-epochs" in flags
+    assert "--heal-blocks" not in _heal_flags(RunConfig(heal=dataclasses.replace(HEAL, blocks="spread")))
