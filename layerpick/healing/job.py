@@ -103,7 +103,7 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     num_layers = peek_num_layers(model, load_options)
     if layer < 1 or layer == num_layers:  # K > L: export says so once the model loads
         raise LayerRangeError(
-            f"layer {layer} is out of range: a heal trains a cut that keeps the first K blocks, 1 <= K < L "
+            f"layer {layer} is out of range: a heal trains a cut that keeps K of the model's L blocks, 1 <= K < L "
             "(at K = L there is nothing to heal)"
         )
     if config.pooling is not None:
