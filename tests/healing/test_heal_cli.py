@@ -10,16 +10,21 @@ from layerpick.cli import app as cli_app
 from layerpick.exporting.metadata import read_metadata
 
 
+def run_heal(*argv: str) -> int:
+    """`layerpick heal ARGV` in this process, with the interrupt handling reset around it."""
+    interrupt.reset()
+    try:
+        return cli_app.run(["heal", *argv])
+    finally:
+        interrupt.reset()
+
+
 def test_heal_a_sentence_embedder(tiny_embedder, heal_texts, tmp_path, capsys):
     from sentence_transformers import SentenceTransformer
 
     output = tmp_path / "healed"
-    argv = ["heal", str(tiny_embedder), "--layer", "2", "--fit-texts", str(heal_texts), "--epochs", "1"]
-    interrupt.reset()
-    try:
-        code = cli_app.run([*argv, "--batch-size", "16", "--output", str(output), "-q"])
-    finally:
-        interrupt.reset()
+    argv = [str(tiny_embedder), "--layer", "2", "--fit-texts", str(heal_texts), "--epochs", "1"]
+    code = run_heal(*argv, "--batch-size", "16", "--output", str(output), "-q")
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert f"healed {output}" in printed.out and "cosine to the teacher" in printed.out
@@ -39,14 +44,10 @@ def test_heal_reads_jsonl_texts_from_the_field_named(tiny_embedder, heal_texts, 
     jsonl = tmp_path / "texts.jsonl"
     jsonl.write_text("".join(json.dumps({"id": i, "body": text}) + "\n" for i, text in enumerate(lines)), "utf-8")
     output = tmp_path / "healed"
-    argv = ["heal", str(tiny_embedder), "--layer", "1", "--fit-texts", str(jsonl), "--epochs", "1", "-q"]
-    interrupt.reset()
-    try:
-        refused = cli_app.run([*argv, "--output", str(output)])  # no `text` field in these lines
-        assert "--field" in capsys.readouterr().err and not output.exists()
-        code = cli_app.run([*argv, "--field", "body", "--batch-size", "16", "--output", str(output)])
-    finally:
-        interrupt.reset()
+    argv = [str(tiny_embedder), "--layer", "1", "--fit-texts", str(jsonl), "--epochs", "1", "-q"]
+    refused = run_heal(*argv, "--output", str(output))  # no `text` field in these lines
+    assert "--field" in capsys.readouterr().err and not output.exists()
+    code = run_heal(*argv, "--field", "body", "--batch-size", "16", "--output", str(output))
     printed = capsys.readouterr()
     assert refused == 1 and code == 0, printed.err
     heal = read_metadata(output).heal
@@ -57,12 +58,20 @@ def test_heal_json_prints_the_exports_heal_section_and_nothing_else(tiny_embedde
     import json
 
     output = tmp_path / "healed"
-    argv = ["heal", str(tiny_embedder), "--layer", "1", "--fit-texts", str(heal_texts), "--epochs", "1"]
-    interrupt.reset()
-    try:
-        code = cli_app.run([*argv, "--batch-size", "16", "--output", str(output), "--json"])
-    finally:
-        interrupt.reset()
+    code = run_heal(
+        str(tiny_embedder),
+        "-k",
+        "1",
+        "--fit-texts",
+        str(heal_texts),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--output",
+        str(output),
+        "--json",
+    )
     printed = capsys.readouterr()
     assert code == 0, printed.err
     document = json.loads(printed.out)
