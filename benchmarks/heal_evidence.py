@@ -7,7 +7,8 @@ For the model's layers K (plain cuts) and L (the full model), and for each heale
 each subsampled to --max-rows test rows as `rule_evidence.py` does, symmetric; and SciFact on its full corpus,
 symmetric and asymmetric (`validate --documents-by MODEL`: documents by the full model, queries by the cut). Every
 number comes from `layerpick.validate`; the representation store is shared, so the full model's SciFact documents
-are encoded once. Writes one markdown table with the share of the full model each row keeps.
+are encoded once. Writes one markdown table with the share of the full model each row keeps. `--no-full-scifact`:
+the nine tasks only (SciFact on its full corpus is most of the time for a base-sized model on a CPU).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def row(label: str, model: str | None, args, work: Path, nine: list[str], scifac
     """Nine-task mean, SciFact symmetric and asymmetric, for one layer or export."""
     slug = label.replace(" ", "-").replace("/", "_")
     nine_scores = scores(model, nine, work, f"{slug}-nine", progress=False, **source)
-    symmetric = scores(model, [scifact], work, f"{slug}-scifact", progress=False, **source)[SCIFACT]
-    asymmetric = scores(
-        model, [scifact], work, f"{slug}-scifact-asym", progress=False, documents_by=args.model, **source
-    )[SCIFACT]
+    symmetric = asymmetric = None
+    if not args.no_full_scifact:
+        symmetric = scores(model, [scifact], work, f"{slug}-scifact", progress=False, **source)[SCIFACT]
+        asymmetric = scores(
+            model, [scifact], work, f"{slug}-scifact-asym", progress=False, documents_by=args.model, **source
+        )[SCIFACT]
     return {
         "label": label,
         "nine": nine_scores,
@@ -59,14 +62,17 @@ def table(rows: list[dict], full: dict) -> list[str]:
     ]
     for one in rows:
         lines.append(
-            f"| {one['label']} | {one['mean']:.4f} ({one['mean'] / full['mean']:.1%}) | {one['scifact']:.4f} "
-            f"({one['scifact'] / full['scifact']:.1%}) | {one['scifact_asym']:.4f} "
-            f"({one['scifact_asym'] / full['scifact']:.1%}) |"
+            f"| {one['label']} | {one['mean']:.4f} ({one['mean'] / full['mean']:.1%}) | "
+            f"{share(one['scifact'], full['scifact'])} | {share(one['scifact_asym'], full['scifact'])} |"
         )
     tasks = list(full["nine"])
     lines += ["", "| encoder | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
     lines += [f"| {one['label']} | " + " | ".join(f"{one['nine'][t]:.4f}" for t in tasks) + " |" for one in rows]
     return lines
+
+
+def share(score: float | None, full: float | None) -> str:
+    return "not run" if score is None else f"{score:.4f} ({score / full:.1%})"
 
 
 def main() -> None:
@@ -78,6 +84,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--max-rows", type=int, default=300)
     parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument(
+        "--no-full-scifact", action="store_true", help="the nine tasks only (SciFact's full corpus is the long part)"
+    )
     args = parser.parse_args()
     nine = task_folders(args.data, args.work, args.max_rows, TASKS)
     scifact = str(args.data / SCIFACT)
