@@ -1,22 +1,32 @@
-"""Heal texts mixed from two sources: passages of a BEIR corpus and short generic texts, as one text file.
+"""Heal texts mixed from a BEIR corpus: its passages, and short texts (the corpus's own sentences, or generic texts),
+as one text file.
 
     python benchmarks/mixed_texts.py --model minilm-l6 --corpus ../shared/data/SciFact --passages 2000 \
         --generic /tmp/generic.txt --count 2000 --seed 0 --output /tmp/mixed.txt
+    python benchmarks/mixed_texts.py --model minilm-l6 --corpus ../shared/data/SciFact --passages 2000 \
+        --sentences 2000 --seed 0 --output /tmp/mixed-sentences.txt
 
 The corpus is split into passages of the model's length exactly as `layerpick heal --fit-texts FOLDER` splits it
-(`healing.texts.corpus_passages`, the model's tokenizer and max_seq_length); a seeded sample of `--passages` of
-them and of `--count` lines of `--generic` (made by generic_texts.py) are written shuffled, one per line (newlines
-folded to spaces), for `layerpick heal --fit-texts`. Measures whether a heal on the corpus and on short texts
-together keeps both retrieval and the short-text tasks (benchmarks/results/heal_mixed.md).
+(`healing.texts.corpus_passages`, the model's tokenizer and max_seq_length). A seeded sample of `--passages` of
+them, of `--count` lines of `--generic` (made by generic_texts.py) and of `--sentences` sentences of the corpus's
+documents (cut at a full stop, question or exclamation mark before a capital; at least MIN_WORDS words) is written
+shuffled, one per line (newlines folded to spaces), for `layerpick heal --fit-texts`. Measures whether a heal on
+long and short texts together keeps both retrieval and the short-text tasks (benchmarks/results/heal_spread.md);
+the corpus's sentences are short texts a user has without any other source.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 from pathlib import Path
 
-from layerpick.healing.texts import corpus_passages
+from layerpick._util.jsonl import read_objects
+from layerpick.healing.texts import CORPUS_FILE, corpus_passages
+
+MIN_WORDS = 4
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
 def corpus_sample(model: str, corpus: Path, count: int, seed: int) -> list[str]:
@@ -30,19 +40,32 @@ def corpus_sample(model: str, corpus: Path, count: int, seed: int) -> list[str]:
     return random.Random(seed).sample(passages, min(count, len(passages)))
 
 
+def corpus_sentences(corpus: Path, count: int, seed: int) -> list[str]:
+    """A seeded sample of `count` distinct sentences of the corpus's documents (title and text)."""
+    documents = [" ".join(str(row.get(key) or "") for key in ("title", "text")) for _, row in read_objects(corpus / CORPUS_FILE)]
+    sentences = {" ".join(part.split()) for document in documents for part in SENTENCE_END.split(document)}
+    sentences = sorted(sentence for sentence in sentences if len(sentence.split()) >= MIN_WORDS)
+    return random.Random(seed).sample(sentences, min(count, len(sentences)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--passages", type=int, required=True)
-    parser.add_argument("--generic", type=Path, required=True)
-    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--generic", type=Path)
+    parser.add_argument("--count", type=int, default=0, help="lines of --generic")
+    parser.add_argument("--sentences", type=int, default=0, help="sentences of the corpus")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args()
-    generic = args.generic.read_text(encoding="utf-8").splitlines()
+    if args.count and args.generic is None:
+        parser.error("--count needs --generic")
     texts = corpus_sample(args.model, args.corpus, args.passages, args.seed)
-    texts += random.Random(args.seed).sample(generic, min(args.count, len(generic)))
+    if args.count:
+        generic = args.generic.read_text(encoding="utf-8").splitlines()
+        texts += random.Random(args.seed).sample(generic, min(args.count, len(generic)))
+    texts += corpus_sentences(args.corpus, args.sentences, args.seed)
     random.Random(args.seed + 1).shuffle(texts)
     args.output.write_text("\n".join(" ".join(text.split()) for text in texts) + "\n", encoding="utf-8")
     print(f"{args.output}: {len(texts)} texts")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -48,11 +48,12 @@ def heal(
         ),
     ] = default(HealConfig, "blocks"),
     fit_texts: Annotated[
-        Optional[str],
+        Optional[List[str]],
         typer.Option(
             "--fit-texts",
             help="Unlabelled texts to heal on: a text file, JSONL (`text`), a task folder, or a BEIR folder whose "
-            "corpus.jsonl is split into passages of the model's length. Default: the embedded calibration set.",
+            "corpus.jsonl is split into passages of the model's length. Repeat it to pool sources (a corpus and "
+            "the queries it serves). Default: the embedded calibration set.",
             envvar="LAYERPICK_FIT_TEXTS",
         ),
     ] = default(HealConfig, "fit_texts"),
@@ -92,7 +93,7 @@ def heal(
 
     Example: layerpick heal minilm-l6 --layer 3 --fit-texts my-corpus/ --output minilm-l3-healed
     """
-    config = opt.build(HealConfig, locals(), progress=not quiet)
+    config = opt.build(HealConfig, locals(), progress=not quiet, fit_texts=tuple(fit_texts or ()) or None)
     from layerpick.healing.render import render_heal, render_sweep  # torch, once a command runs
 
     interrupt.final_output(output)  # once the healed export is in place, the command has succeeded

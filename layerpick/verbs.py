@@ -123,7 +123,8 @@ def heal(
     from layerpick.healing.sweep import heal_or_sweep
 
     model, load = path_text(model, "model"), config_or_default(load, LoadOptions, "load")
-    config = with_paths(config_or_default(config, HealConfig, "config"), texts=("fit_texts",))
+    config = config_or_default(config, HealConfig, "config")
+    config = with_paths(config, text_lists=("fit_texts",) if config.fit_texts is not None else ())
     config = dataclasses.replace(config, overwrite=overwrite, progress=progress)
     return heal_or_sweep(model, None, Path(path_text(output, "output")), config, load_options=load)
 

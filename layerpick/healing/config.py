@@ -10,8 +10,9 @@ LOSSES = ("cosine+mse", "mse", "cosine")
 
 @dataclass(frozen=True)
 class HealConfig:
-    """`fit_texts` None takes the embedded calibration set; a text file, a JSONL file (`text` field) or a task
-    folder otherwise (a BEIR folder's corpus.jsonl is split into passages of the model's length). `held_out` is the
+    """`fit_texts` None takes the embedded calibration set; otherwise a source or a tuple of them, each a text file, a
+    JSONL file (`text` field) or a task folder (a BEIR folder's corpus.jsonl is split into passages of the model's
+    length), their texts pooled (a corpus's passages and a log of the queries it serves, say). `held_out` is the
     share of the texts kept back to measure fidelity (at least `heal.texts.MIN_HELD_OUT` texts); `max_texts`
     caps the texts used (a seeded sample). `loss`: `cosine+mse` (the two summed), `mse` (sentence-transformers'
     MSELoss) or `cosine`. `blocks`: which of the teacher's blocks the K places start from (`spread`, `first`,
@@ -20,7 +21,7 @@ class HealConfig:
 
     layer: int | None = None  # what `layerpick.heal` cuts after; the model must have more layers
     blocks: str = "spread"  # the teacher's blocks the cut starts from: spread, first or a list (`healing.blocks`)
-    fit_texts: str | None = None
+    fit_texts: str | tuple[str, ...] | None = None  # `healing.texts.sources` reads it as a tuple
     field: str | None = None  # the text's field in JSONL fit texts (None: `text`)
     pooling: str | None = None  # how the cut (and a raw model's teacher at layer L) pools; None: as export does
     # The measured heals' schedule (benchmarks/results/heal.md: minilm-l6 at K = 3 from the first blocks kept 90%

@@ -118,10 +118,14 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     heal_blocks.check_syntax(config.blocks)
     if num_layers is not None and 1 <= layer < num_layers:
         heal_blocks.choose(config.blocks, layer, num_layers)
-    check_field(config.field, {"--fit-texts": config.fit_texts})
-    if not heal_texts.is_corpus_folder(config.fit_texts):
-        texts = heal_texts.sample(heal_texts.read_texts(config.fit_texts, config.field), config.max_texts, config.seed)
-        heal_texts.split(texts.texts, config.held_out, config.seed)  # too few texts: refused before loading
+    sources = heal_texts.sources(config.fit_texts)
+    named = {f"--fit-texts ({i})": source for i, source in enumerate(sources, 1)} if len(sources) > 1 else {}
+    check_field(config.field, named or {"--fit-texts": sources[0] if sources else None})
+    whole = tuple(source for source in sources if not heal_texts.is_corpus_folder(source))
+    if whole or not sources:  # an unreadable source is refused before loading
+        texts = heal_texts.sample(heal_texts.read_all(whole or None, config.field), config.max_texts, config.seed)
+        if len(whole) == len(sources):  # too few texts: refused before loading (a corpus is counted in passages)
+            heal_texts.split(texts.texts, config.held_out, config.seed)
 
 
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
@@ -130,6 +134,7 @@ def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOption
         "model": model,
         "layer": layer,
         **{name: getattr(config, name) for name in HEAL_SETTINGS},
+        "fit_texts": list(heal_texts.sources(config.fit_texts)),  # as read back from the kept key's JSON
         "load": load_options.cli_flags(),
     }
 
@@ -261,8 +266,10 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
     """The command line that makes this heal again."""
     words = ["layerpick", "heal", model, "--layer", str(layer), "--output", str(output)]
     default = HealConfig()
+    for source in heal_texts.sources(config.fit_texts):
+        words += ["--fit-texts", source]
     for name in HEAL_SETTINGS:
         value = getattr(config, name)
-        if value != getattr(default, name):
+        if name != "fit_texts" and value != getattr(default, name):
             words += [f"--{name.replace('_', '-')}", str(value)]
     return shlex.join(words + load_options.cli_flags())

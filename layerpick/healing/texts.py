@@ -2,8 +2,9 @@
 
 Sources are those of `--fit-texts` everywhere (`core.fit_texts`: a text file, JSONL with a `text` field, a task
 folder, or the embedded calibration set), except a BEIR-layout folder (one with corpus.jsonl), whose documents
-(title and text) are split into passages of the model's length rather than read whole. Too few texts are
-refused; fewer than the evidence asks for are warned about.
+(title and text) are split into passages of the model's length rather than read whole. Several sources are pooled
+(deduplicated, in order) before the sample and the split. Too few texts are refused; fewer than the evidence asks
+for are warned about.
 """
 
 from __future__ import annotations
@@ -42,14 +43,23 @@ class HealTexts:
     train: tuple[str, ...]
     held_out: tuple[str, ...]
     passages: bool = False  # a BEIR corpus split into passages
+    parts: tuple[dict, ...] = ()  # with several sources: each one's source and count, before the pooling
 
     def describe(self) -> dict:
-        return {
+        described = {
             **self.texts.describe(),
             "train": len(self.train),
             "held_out": len(self.held_out),
             "passages": self.passages,
         }
+        return {**described, "sources": list(self.parts)} if len(self.parts) > 1 else described
+
+
+def sources(fit_texts: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """A heal's `fit_texts` as a tuple of sources (empty: the embedded calibration set)."""
+    if fit_texts is None:
+        return ()
+    return (fit_texts,) if isinstance(fit_texts, str) else tuple(fit_texts)
 
 
 def is_corpus_folder(source: str | None) -> bool:
@@ -57,7 +67,7 @@ def is_corpus_folder(source: str | None) -> bool:
 
 
 def prepare_texts(
-    source: str | None,
+    fit_texts: str | tuple[str, ...] | None,
     tokenizer,
     max_tokens: int,
     *,
@@ -66,15 +76,36 @@ def prepare_texts(
     seed: int,
     field: str | None = None,
 ) -> HealTexts:
-    """The texts from `source` (a BEIR folder's corpus in passages of at most `max_tokens` tokens of `tokenizer`),
-    at most `max_texts` of them (a seeded sample), split into train and held-out shares."""
-    passages = is_corpus_folder(source)
-    texts = corpus_passages(Path(source).expanduser(), tokenizer, max_tokens) if passages else read_texts(source, field)
-    texts = sample(texts, max_texts, seed)
+    """The texts of every source in `fit_texts` (a BEIR folder's corpus in passages of at most `max_tokens` tokens
+    of `tokenizer`), pooled, at most `max_texts` of them (a seeded sample), split into train and held-out shares."""
+    read = [source_texts(source, tokenizer, max_tokens, field) for source in sources(fit_texts) or (None,)]
+    texts = sample(pool(read), max_texts, seed)
     train, held = split(texts.texts, held_out, seed)
+    passages = any(is_corpus_folder(source) for source in sources(fit_texts))
     warn_if_thin(len(texts.texts), texts.source)
     warn_if_long(texts.texts, tokenizer, max_tokens, passages)
-    return HealTexts(texts, train, held, passages)
+    return HealTexts(texts, train, held, passages, tuple({"source": part.source, "count": len(part.texts)} for part in read))
+
+
+def source_texts(source: str | None, tokenizer, max_tokens: int, field: str | None) -> CalibrationSet:
+    """One source's texts: a BEIR folder's corpus in passages, anything else read whole."""
+    if is_corpus_folder(source):
+        return corpus_passages(Path(source).expanduser(), tokenizer, max_tokens)
+    return read_texts(source, field)
+
+
+def read_all(fit_texts: str | tuple[str, ...] | None, field: str | None = None) -> CalibrationSet:
+    """Every source's texts read whole and pooled (the count checked before a model loads, with no corpus)."""
+    return pool([read_texts(source, field) for source in sources(fit_texts) or (None,)])
+
+
+def pool(parts: list[CalibrationSet]) -> CalibrationSet:
+    """The texts of several sources as one set, each text once (the first source's order first)."""
+    if len(parts) == 1:
+        return parts[0]
+    texts = list(dict.fromkeys(text for part in parts for text in part.texts))
+    fields = {part.field for part in parts} - {None}
+    return CalibrationSet(texts, " + ".join(part.source for part in parts), fields.pop() if len(fields) == 1 else None)
 
 
 def read_texts(source: str | None, field: str | None = None) -> CalibrationSet:

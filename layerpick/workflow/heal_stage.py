@@ -43,7 +43,11 @@ def heal_key(config: "RunConfig") -> dict[str, Any] | None:
         return None
     settings = dataclasses.asdict(heal_settings(config, progress=False))
     settings.pop("progress")
-    return {**settings, "texts_content": _texts_fingerprint(settings["fit_texts"])}
+    fit_texts = settings["fit_texts"]
+    if isinstance(fit_texts, (list, tuple)):  # several sources (the Python API): as the key reads back from JSON
+        settings["fit_texts"] = list(fit_texts)
+        return {**settings, "texts_content": [_texts_fingerprint(source) for source in fit_texts]}
+    return {**settings, "texts_content": _texts_fingerprint(fit_texts)}
 
 
 def _texts_fingerprint(source: str | None) -> str | None:

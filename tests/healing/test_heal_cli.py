@@ -54,6 +54,21 @@ def test_heal_reads_jsonl_texts_from_the_field_named(tiny_embedder, heal_texts, 
     assert heal["texts"]["count"] == len(lines) and "--field body" in heal["command"]
 
 
+def test_heal_pools_every_fit_texts_given(tiny_embedder, heal_texts, tmp_path, capsys):
+    lines = heal_texts.read_text(encoding="utf-8").splitlines()
+    first, second = tmp_path / "corpus.txt", tmp_path / "queries.txt"
+    first.write_text("\n".join(lines[:70]), encoding="utf-8")
+    second.write_text("\n".join(lines[60:]), encoding="utf-8")  # ten texts in both: pooled once
+    output = tmp_path / "healed"
+    argv = [str(tiny_embedder), "--layer", "1", "--fit-texts", str(first), "--fit-texts", str(second)]
+    code = run_heal(*argv, "--epochs", "1", "--batch-size", "16", "--output", str(output), "-q")
+    assert code == 0, capsys.readouterr().err
+    heal = read_metadata(output).heal
+    assert heal["texts"]["count"] == len(lines)
+    assert [part["count"] for part in heal["texts"]["sources"]] == [70, len(lines) - 60]
+    assert f"--fit-texts {first} --fit-texts {second}" in heal["command"]
+
+
 def test_heal_json_prints_the_exports_heal_section_and_nothing_else(tiny_embedder, heal_texts, tmp_path, capsys):
     import json
 

@@ -86,3 +86,15 @@ def test_bad_settings(layerpick, tiny_dirs, tmp_path, heal_texts, option, value,
     code, err = layerpick("heal", tiny_dirs("llama"), "-k", 1, "--fit-texts", heal_texts, "-o", out, option, value)
     assert code == 1 and message in err and len(err.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_source_beside_a_corpus_is_refused_before_loading(layerpick, tiny_dirs, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "corpus.jsonl").write_text('{"_id": "1", "text": "a document"}\n', encoding="utf-8")
+    missing = tmp_path / "no.txt"
+    code, err = layerpick(
+        "heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", corpus, "--fit-texts", missing, "-o", tmp_path / "o"
+    )
+    assert code == 1 and err == f"layerpick: error: --fit-texts: calibration file not found: {missing}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]

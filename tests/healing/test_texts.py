@@ -74,3 +74,20 @@ def test_a_beir_folder_is_read_as_passages(tmp_path, caplog):
     assert all(len(tokenizer(t)["input_ids"]) <= 32 for t in texts.texts.texts)
     assert "longer than the model" not in caplog.text and "healing has been measured to work" in caplog.text
     assert texts.describe()["count"] == len(texts.train) + len(texts.held_out)
+
+
+def test_several_sources_are_pooled_each_text_once(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rows = [{"_id": str(i), "title": "", "text": " ".join(f"word {j} of {i}" for j in range(20))} for i in range(60)]
+    (corpus / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(TEXTS[:120] + TEXTS[:10]), encoding="utf-8")  # ten repeated
+    tokenizer = make_tokenizer("bert")
+    texts = prepare_texts((str(corpus), str(queries)), tokenizer, 32, held_out=0.1, max_texts=None, seed=0)
+    passages = prepare_texts(str(corpus), tokenizer, 32, held_out=0.1, max_texts=None, seed=0).texts.texts
+    assert texts.texts.texts == passages + TEXTS[:120] and texts.passages
+    described = texts.describe()
+    assert described["source"] == f"{corpus} + {queries}" and described["count"] == len(passages) + 120
+    assert described["sources"] == [{"source": str(corpus), "count": len(passages)}, {"source": str(queries), "count": 120}]
+    assert "sources" not in prepare_texts(str(queries), tokenizer, 32, held_out=0.1, max_texts=None, seed=0).describe()
