@@ -75,7 +75,7 @@ def render(args, rows: list[dict], full_score: float) -> str:
         "",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 2 torch threads;"
         f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
-        f" Texts: {args.fit_texts} (at most {args.max_texts}, 10% held out), {args.epochs} epochs, lr"
+        f" Texts: {args.fit_texts or 'the embedded calibration set'} (at most {args.max_texts}, 10% held out), {args.epochs} epochs, lr"
         f" {args.learning_rate}, seed {args.seed}; the heal's other defaults. SciFact: its full corpus, nDCG@10;"
         f" the full model scores {full_score:.4f}.",
         "",
@@ -97,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="minilm-l6")
     parser.add_argument("--runs", default="3:first 3:spread", help="K:BLOCKS ..., BLOCKS as heal's --blocks")
-    parser.add_argument("--fit-texts", required=True)
+    parser.add_argument("--fit-texts", help="the heal's texts (default: the embedded calibration set, as heal's)")
     parser.add_argument("--max-texts", type=int, default=1000)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--learning-rate", type=float, default=2e-4)

@@ -9,7 +9,7 @@ as one text file.
 The corpus is split into passages of the model's length exactly as `layerpick heal --fit-texts FOLDER` splits it
 (`healing.texts.corpus_passages`, the model's tokenizer and max_seq_length). A seeded sample of `--passages` of
 them, of `--count` lines of `--generic` (made by generic_texts.py) and of `--sentences` sentences of the corpus's
-documents (cut at a full stop, question or exclamation mark before a capital; at least MIN_WORDS words) is written
+documents (`healing.texts.corpus_sentences`, as a heal on the folder takes them beside its passages) is written
 shuffled, one per line (newlines folded to spaces), for `layerpick heal --fit-texts`. Measures whether a heal on
 long and short texts together keeps both retrieval and the short-text tasks (benchmarks/results/heal_spread.md);
 the corpus's sentences are short texts a user has without any other source.
@@ -19,14 +19,9 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 from pathlib import Path
 
-from layerpick._util.jsonl import read_objects
-from layerpick.healing.texts import CORPUS_FILE, corpus_passages
-
-MIN_WORDS = 4
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+from layerpick.healing.texts import corpus_passages, corpus_sentences, read_documents
 
 
 def corpus_sample(model: str, corpus: Path, count: int, seed: int) -> list[str]:
@@ -38,14 +33,6 @@ def corpus_sample(model: str, corpus: Path, count: int, seed: int) -> list[str]:
     encoder = SentenceTransformer(str(folder), device="cpu")
     passages = corpus_passages(corpus, encoder.tokenizer, encoder.max_seq_length).texts
     return random.Random(seed).sample(passages, min(count, len(passages)))
-
-
-def corpus_sentences(corpus: Path, count: int, seed: int) -> list[str]:
-    """A seeded sample of `count` distinct sentences of the corpus's documents (title and text)."""
-    documents = [" ".join(str(row.get(key) or "") for key in ("title", "text")) for _, row in read_objects(corpus / CORPUS_FILE)]
-    sentences = {" ".join(part.split()) for document in documents for part in SENTENCE_END.split(document)}
-    sentences = sorted(sentence for sentence in sentences if len(sentence.split()) >= MIN_WORDS)
-    return random.Random(seed).sample(sentences, min(count, len(sentences)))
 
 
 def main() -> None:
@@ -65,7 +52,7 @@ def main() -> None:
     if args.count:
         generic = args.generic.read_text(encoding="utf-8").splitlines()
         texts += random.Random(args.seed).sample(generic, min(args.count, len(generic)))
-    texts += corpus_sentences(args.corpus, args.sentences, args.seed)
+    texts += corpus_sentences(read_documents(args.corpus), args.sentences, args.seed)
     random.Random(args.seed + 1).shuffle(texts)
     args.output.write_text("\n".join(" ".join(text.split()) for text in texts) + "\n", encoding="utf-8")
     print(f"{args.output}: {len(texts)} texts")

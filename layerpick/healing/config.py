@@ -12,7 +12,7 @@ LOSSES = ("cosine+mse", "mse", "cosine")
 class HealConfig:
     """`fit_texts` None takes the embedded calibration set; otherwise a source or a tuple of them, each a text file, a
     JSONL file (`text` field) or a task folder (a BEIR folder's corpus.jsonl is split into passages of the model's
-    length), their texts pooled (a corpus's passages and a log of the queries it serves, say). `held_out` is the
+    length, joined by as many of its sentences), their texts pooled (a corpus's passages and a log of the queries it serves, say). `held_out` is the
     share of the texts kept back to measure fidelity (at least `heal.texts.MIN_HELD_OUT` texts); `max_texts`
     caps the texts used (a seeded sample). `loss`: `cosine+mse` (the two summed), `mse` (sentence-transformers'
     MSELoss) or `cosine`. `blocks`: which of the teacher's blocks the K places start from (`spread`, `first`,

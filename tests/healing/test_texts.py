@@ -91,3 +91,18 @@ def test_several_sources_are_pooled_each_text_once(tmp_path):
     assert described["source"] == f"{corpus} + {queries}" and described["count"] == len(passages) + 120
     assert described["sources"] == [{"source": str(corpus), "count": len(passages)}, {"source": str(queries), "count": 120}]
     assert "sources" not in prepare_texts(str(queries), tokenizer, 32, held_out=0.1, max_texts=None, seed=0).describe()
+
+
+def test_a_corpus_gives_its_sentences_beside_its_passages(tmp_path):
+    sentence = "Sentence {j} of document {i} says something short."
+    rows = [{"_id": str(i), "text": " ".join(sentence.format(i=i, j=j) for j in range(12))} for i in range(40)]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    tokenizer = make_tokenizer("bert")
+    texts = prepare_texts(str(tmp_path), tokenizer, 48, held_out=0.1, max_texts=None, seed=0).texts.texts
+    every = {sentence.format(i=i, j=j) for i in range(40) for j in range(12)}
+    sentences = [text for text in texts if text in every]  # a passage holds several sentences
+    passages = len(texts) - len(sentences)
+    assert passages > len(rows) and len(sentences) == min(passages, len(every))
+    assert all(len(tokenizer(text)["input_ids"]) <= 48 for text in texts)
+    again = prepare_texts(str(tmp_path), tokenizer, 48, held_out=0.1, max_texts=None, seed=0).texts.texts
+    assert again == texts  # seeded
