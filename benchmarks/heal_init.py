@@ -75,9 +75,9 @@ def render(args, rows: list[dict], full_score: float) -> str:
         "",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 2 torch threads;"
         f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
-        f" Texts: {args.fit_texts or 'the embedded calibration set'} (at most {args.max_texts}, 10% held out), {args.epochs} epochs, lr"
-        f" {args.learning_rate}, seed {args.seed}; the heal's other defaults. SciFact: its full corpus, nDCG@10;"
-        f" the full model scores {full_score:.4f}.",
+        f" Texts: {args.fit_texts or 'the embedded calibration set'} (at most {args.max_texts}, 10% held out),"
+        f" {args.epochs} epochs, lr {args.learning_rate}, seed {args.seed}; the heal's other defaults."
+        f" SciFact: its full corpus, nDCG@10; the full model scores {full_score:.4f}.",
         "",
         "| K | the teacher's blocks it starts from | held-out cosine before -> after | 10-NN overlap before -> after |"
         " SciFact symmetric (share) | asymmetric (share) | minutes (heal) |",

@@ -52,8 +52,8 @@ def heal(
         typer.Option(
             "--fit-texts",
             help="Unlabelled texts to heal on: a text file, JSONL (`text`), a task folder, or a BEIR folder whose "
-            "corpus.jsonl is split into passages of the model's length, joined by as many of its sentences. Repeat it to pool sources (a corpus and "
-            "the queries it serves). Default: the embedded calibration set.",
+            "corpus.jsonl is split into passages of the model's length, joined by as many of its sentences. Repeat "
+            "it to pool sources (a corpus and the queries it serves). Default: the embedded calibration set.",
             envvar="LAYERPICK_FIT_TEXTS",
         ),
     ] = default(HealConfig, "fit_texts"),

@@ -3,8 +3,8 @@
 Sources are those of `--fit-texts` everywhere (`core.fit_texts`: a text file, JSONL with a `text` field, a task
 folder, or the embedded calibration set), except a BEIR-layout folder (one with corpus.jsonl), whose documents
 (title and text) are split into passages of the model's length rather than read whole, and joined by as many of
-their sentences (short texts of the same domain, which the queries and short-text tasks need). Several sources are pooled
-(deduplicated, in order) before the sample and the split. Too few texts are refused; fewer than the evidence asks
+their sentences (short texts of the same domain, which queries and short-text tasks need). Several sources are
+pooled (deduplicated, in order) before the sample and the split. Too few texts are refused; fewer than the evidence asks
 for are warned about.
 """
 
@@ -91,15 +91,17 @@ def prepare_texts(
     passages = any(is_corpus_folder(source) for source in sources(fit_texts))
     warn_if_thin(len(texts.texts), texts.source)
     warn_if_long(texts.texts, tokenizer, max_tokens, passages)
-    return HealTexts(texts, train, held, passages, tuple({"source": part.source, "count": len(part.texts)} for part in read))
+    parts = tuple({"source": part.source, "count": len(part.texts)} for part in read)
+    return HealTexts(texts, train, held, passages, parts)
 
 
 def source_texts(source: str | None, tokenizer, max_tokens: int, field: str | None, seed: int = 0) -> CalibrationSet:
     """One source's texts: a BEIR folder's corpus in passages and sentences, anything else read whole."""
     if is_corpus_folder(source):
         folder = Path(source).expanduser()
-        passages = corpus_passages(folder, tokenizer, max_tokens)
-        sentences = corpus_sentences(read_documents(folder), len(passages.texts), seed)
+        documents = read_documents(folder)
+        passages = corpus_passages(folder, tokenizer, max_tokens, documents)
+        sentences = corpus_sentences(documents, len(passages.texts), seed)
         room = max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
         sentences = [piece for sentence in sentences for piece in split_passages(sentence, tokenizer, room)]
         return CalibrationSet(clean(passages.texts + sentences), passages.source)
@@ -125,9 +127,10 @@ def read_texts(source: str | None, field: str | None = None) -> CalibrationSet:
     return load_fit_texts(source, field=field, limit=None)
 
 
-def corpus_passages(folder: Path, tokenizer, max_tokens: int) -> CalibrationSet:
-    """The documents of `folder`/corpus.jsonl (title, then text), each split into passages of `max_tokens`."""
-    documents = read_documents(folder)
+def corpus_passages(folder: Path, tokenizer, max_tokens: int, documents: list[str] | None = None) -> CalibrationSet:
+    """The documents of `folder`/corpus.jsonl (title, then text; `documents` when already read), each split into
+    passages of `max_tokens`."""
+    documents = read_documents(folder) if documents is None else documents
     room = max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
     texts = clean([passage for document in documents for passage in split_passages(document, tokenizer, room)])
     if not texts:

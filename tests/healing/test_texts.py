@@ -89,7 +89,10 @@ def test_several_sources_are_pooled_each_text_once(tmp_path):
     assert texts.texts.texts == passages + TEXTS[:120] and texts.passages
     described = texts.describe()
     assert described["source"] == f"{corpus} + {queries}" and described["count"] == len(passages) + 120
-    assert described["sources"] == [{"source": str(corpus), "count": len(passages)}, {"source": str(queries), "count": 120}]
+    assert described["sources"] == [
+        {"source": str(corpus), "count": len(passages)},
+        {"source": str(queries), "count": 120},
+    ]
     assert "sources" not in prepare_texts(str(queries), tokenizer, 32, held_out=0.1, max_texts=None, seed=0).describe()
 
 
