@@ -10,14 +10,15 @@ LOSSES = ("cosine+mse", "mse", "cosine")
 
 @dataclass(frozen=True)
 class HealConfig:
-    """`fit_texts` None takes the embedded calibration set; otherwise a source or a tuple of them, each a text file, a
-    JSONL file (`text` field) or a task folder (a BEIR folder's corpus.jsonl is split into passages of the model's
+    """`fit_texts` None takes the embedded calibration set; otherwise a source or a tuple of them, each a text file,
+    a JSONL file (`text` field) or a task folder (a BEIR folder's corpus.jsonl is split into passages of the model's
     length, joined by as many of its sentences), their texts pooled (a corpus and a log of the queries it serves,
     say). `held_out` is the share of the texts kept back to measure fidelity (at least `heal.texts.MIN_HELD_OUT`
     texts); `max_texts` caps the texts used (a seeded sample). `loss`: `cosine+mse` (the two summed), `mse`
     (sentence-transformers' MSELoss) or `cosine`. `blocks`: which of the teacher's blocks the K places start from
-    (`spread`, `first`, or a list such as `1,3,6`). `layers` ("2,3,4" or "all") heals each of those cuts instead of `layer` and keeps the
-    shallowest whose held-out cosine to the teacher is at least 1 - `max_loss` (`healing.sweep`)."""
+    (`spread`, `first`, or a list such as `1,3,6`). `layers` ("2,3,4" or "all") heals each of those cuts instead of
+    `layer` and keeps the shallowest whose held-out cosine to the teacher is at least 1 - `max_loss`
+    (`healing.sweep`)."""
 
     layer: int | None = None  # what `layerpick.heal` cuts after; the model must have more layers
     blocks: str = "spread"  # the teacher's blocks the cut starts from: spread, first or a list (`healing.blocks`)
