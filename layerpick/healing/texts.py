@@ -85,10 +85,11 @@ def prepare_texts(
 ) -> HealTexts:
     """The texts of every source in `fit_texts` (a BEIR folder's corpus in passages of at most `max_tokens` tokens
     of `tokenizer`), pooled, at most `max_texts` of them (a seeded sample), split into train and held-out shares."""
-    read = [source_texts(source, tokenizer, max_tokens, field, seed) for source in sources(fit_texts) or (None,)]
+    names = sources(fit_texts)
+    read = [source_texts(source, tokenizer, max_tokens, field, seed) for source in names or (None,)]
     texts = sample(pool(read), max_texts, seed)
     train, held = split(texts.texts, held_out, seed)
-    passages = any(is_corpus_folder(source) for source in sources(fit_texts))
+    passages = any(is_corpus_folder(source) for source in names)
     warn_if_thin(len(texts.texts), texts.source)
     warn_if_long(texts.texts, tokenizer, max_tokens, passages)
     parts = tuple({"source": part.source, "count": len(part.texts)} for part in read)
@@ -102,7 +103,7 @@ def source_texts(source: str | None, tokenizer, max_tokens: int, field: str | No
         documents = read_documents(folder)
         passages = corpus_passages(folder, tokenizer, max_tokens, documents)
         sentences = corpus_sentences(documents, len(passages.texts), seed)
-        room = max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
+        room = _room(tokenizer, max_tokens)
         sentences = [piece for sentence in sentences for piece in split_passages(sentence, tokenizer, room)]
         return CalibrationSet(clean(passages.texts + sentences), passages.source)
     return read_texts(source, field)
@@ -131,11 +132,16 @@ def corpus_passages(folder: Path, tokenizer, max_tokens: int, documents: list[st
     """The documents of `folder`/corpus.jsonl (title, then text; `documents` when already read), each split into
     passages of `max_tokens`."""
     documents = read_documents(folder) if documents is None else documents
-    room = max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
+    room = _room(tokenizer, max_tokens)
     texts = clean([passage for document in documents for passage in split_passages(document, tokenizer, room)])
     if not texts:
         raise HealTextsError(f"--fit-texts: {folder / CORPUS_FILE} contains no texts")
     return CalibrationSet(texts, str(folder))
+
+
+def _room(tokenizer, max_tokens: int) -> int:
+    """The tokens a passage may have: the model's length less the special tokens the tokenizer adds."""
+    return max(max_tokens - tokenizer.num_special_tokens_to_add(), 1)
 
 
 def read_documents(folder: Path) -> list[str]:
