@@ -65,6 +65,7 @@ def train(
     config: HealConfig,
     device: str,
     callbacks: Sequence[Any] = (),
+    group_lengths: bool = True,
 ) -> TrainOutcome:
     """Train `student` (a SentenceTransformer, changed in place) to give `vectors` for `texts`, with checkpoints in
     the work folder `work`, from its last complete checkpoint when it has one."""
@@ -76,7 +77,7 @@ def train(
     bf16 = uses_bf16(device)
     trainer = SentenceTransformerTrainer(
         model=student,
-        args=training_arguments(checkpoints, config, device, bf16, default_prompt(student)),
+        args=training_arguments(checkpoints, config, device, bf16, default_prompt(student), group_lengths),
         train_dataset=dataset,
         loss=make_loss(config.loss, student),
         callbacks=list(callbacks) or None,
@@ -129,11 +130,22 @@ def default_prompt(student: Any) -> str | None:
     return (getattr(student, "prompts", None) or {}).get(name) if name else None
 
 
-def training_arguments(checkpoints: Path, config: HealConfig, device: str, bf16: bool, prompt: str | None = None):
+def training_arguments(
+    checkpoints: Path,
+    config: HealConfig,
+    device: str,
+    bf16: bool,
+    prompt: str | None = None,
+    group_lengths: bool = True,
+):
+    """The trainer's arguments; `group_lengths` False draws batches at random (benchmarks/heal_batches.py)."""
     from sentence_transformers import SentenceTransformerTrainingArguments
+
+    from layerpick.healing.batches import LengthGroupedBatches
 
     return SentenceTransformerTrainingArguments(
         **({"prompts": prompt} if prompt else {}),
+        **({"batch_sampler": LengthGroupedBatches} if group_lengths else {}),
         output_dir=str(checkpoints),
         num_train_epochs=config.epochs,
         per_device_train_batch_size=config.batch_size,
