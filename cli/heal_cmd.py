@@ -48,12 +48,13 @@ def heal(
         ),
     ] = default(HealConfig, "blocks"),
     fit_texts: Annotated[
-        Optional[List[str]],
+        Optional[List[Path]],  # a Path list: click splits its env var at os.pathsep (as PATH), not at spaces
         typer.Option(
             "--fit-texts",
             help="Unlabelled texts to heal on: a text file, JSONL (`text`), a task folder, or a BEIR folder whose "
             "corpus.jsonl is split into passages of the model's length, joined by as many of its sentences. Repeat "
-            "it to pool sources (a corpus and the queries it serves). Default: the embedded calibration set.",
+            "it to pool sources (a corpus and the queries it serves; in the env var, separate them as in PATH). "
+            "Default: the embedded calibration set.",
             envvar="LAYERPICK_FIT_TEXTS",
         ),
     ] = default(HealConfig, "fit_texts"),
@@ -93,7 +94,7 @@ def heal(
 
     Example: layerpick heal minilm-l6 --layer 3 --fit-texts my-corpus/ --output minilm-l3-healed
     """
-    config = opt.build(HealConfig, locals(), progress=not quiet, fit_texts=tuple(fit_texts or ()) or None)
+    config = opt.build(HealConfig, locals(), progress=not quiet, fit_texts=tuple(map(str, fit_texts or ())) or None)
     from layerpick.healing.render import render_heal, render_sweep  # torch, once a command runs
 
     interrupt.final_output(output)  # once the healed export is in place, the command has succeeded

@@ -3,6 +3,8 @@ command prints the fidelity before and after, and the healed export keeps the pi
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from layerpick._util import interrupt
@@ -67,6 +69,20 @@ def test_heal_pools_every_fit_texts_given(tiny_embedder, heal_texts, tmp_path, c
     assert heal["texts"]["count"] == len(lines)
     assert [part["count"] for part in heal["texts"]["sources"]] == [70, len(lines) - 60]
     assert f"--fit-texts {first} --fit-texts {second}" in heal["command"]
+
+
+def test_heal_reads_fit_texts_paths_with_spaces_from_the_env_var(
+    tiny_embedder, heal_texts, tmp_path, capsys, monkeypatch
+):
+    lines = heal_texts.read_text(encoding="utf-8").splitlines()
+    first, second = tmp_path / "my corpus.txt", tmp_path / "my queries.txt"
+    first.write_text("\n".join(lines[:70]), encoding="utf-8")
+    second.write_text("\n".join(lines[70:]), encoding="utf-8")
+    monkeypatch.setenv("LAYERPICK_FIT_TEXTS", f"{first}{os.pathsep}{second}")  # as PATH: spaces are no separator
+    output = tmp_path / "healed"
+    code = run_heal(str(tiny_embedder), "--layer", "1", "--epochs", "1", "--output", str(output), "-q")
+    assert code == 0, capsys.readouterr().err
+    assert [part["source"] for part in read_metadata(output).heal["texts"]["sources"]] == [str(first), str(second)]
 
 
 def test_heal_json_prints_the_exports_heal_section_and_nothing_else(tiny_embedder, heal_texts, tmp_path, capsys):
