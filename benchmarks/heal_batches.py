@@ -30,14 +30,8 @@ MODES = {"random": False, "length-grouped": True}
 
 
 def one_run(args, mode: str) -> dict:
-    config = HealConfig(
-        fit_texts=args.fit_texts,
-        max_texts=args.max_texts,
-        epochs=args.epochs,
-        seed=args.seed,
-        progress=False,
-        overwrite=True,
-    )
+    settings = {name: getattr(args, name) for name in ("fit_texts", "max_texts", "epochs", "seed")}
+    config = HealConfig(**settings, progress=False, overwrite=True)
     (args.work / "teacher").mkdir(parents=True, exist_ok=True)
     trainer = functools.partial(train, group_lengths=MODES[mode])
     started = time.monotonic()
@@ -57,11 +51,9 @@ def one_run(args, mode: str) -> dict:
 
 def render(args, rows: list[dict]) -> str:
     command = "python benchmarks/heal_batches.py " + shlex.join(sys.argv[1:])
+    title = f"# A heal of {args.model} at K = {args.layer}: batches drawn at random against length-grouped batches"
     lines = [
-        f"# A heal of {args.model} at K = {args.layer}: batches drawn at random against length-grouped batches",
-        "",
-        f"Command: `{command}`",
-        "",
+        f"{title}\n\nCommand: `{command}`\n",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 2 torch threads, nothing else running;"
         f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Texts: {args.fit_texts or 'the embedded set'}"
         f" ({rows[0]['texts']} texts, 10% held out), {args.epochs} epochs, seed {args.seed}, the heal's other"
