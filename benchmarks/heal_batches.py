@@ -6,8 +6,9 @@ texts of similar length (`healing.batches`), side by side in one run, on the sam
 
 A BEIR folder gives passages of the model's length and as many short sentences (`healing.texts`): drawn at random,
 nearly every batch of 64 holds a passage and is padded to its length. The heal is the product's `heal_model`; only
-the trainer's batching differs (`healing.train.train`'s `group_lengths`). Reported: the training minutes, the
-per-epoch losses, and the held-out fidelity after.
+the trainer's batching differs (`healing.train.train`'s `group_lengths`). Reported: the whole heal's minutes (the
+first run of an invocation also exports the cut and computes the teacher's vectors), the per-epoch losses, and the
+held-out fidelity after.
 """
 
 from __future__ import annotations
