@@ -36,13 +36,14 @@ from layerpick.exporting import (
 )
 from layerpick.exporting.metadata import ExportMetadata
 from layerpick.healing import blocks as heal_blocks
+from layerpick.healing import memory
 from layerpick.healing import teacher as teachers
 from layerpick.healing import texts as heal_texts
 from layerpick.healing import workspace
 from layerpick.healing.config import LOSSES, HealConfig
 from layerpick.healing.fidelity import fidelity
 from layerpick.healing.result import HealReport
-from layerpick.healing.train import train
+from layerpick.healing.train import default_prompt, train, uses_bf16
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,9 @@ def _heal(
         field=config.field,
     )
     workspace.settle_texts(work, texts.texts.sha256)
+    batch_size = min(config.batch_size, len(texts.train))
+    need = memory.measure(student, texts.train, default_prompt(student), uses_bf16(device))
+    memory.check(need, batch_size, device)
     vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, teacher_home, device, config.progress)
     train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
     _check_dimensions(student, vectors, teacher)
@@ -181,7 +185,10 @@ def _heal(
         num_layers=cut.num_layers,
         teacher={**teacher.describe(int(vectors.shape[1])), "blocks": list(blocks)},
         texts=texts.describe(),
-        training=outcome.describe(config, device, round((time.monotonic() - started) / 60, 2)),
+        training={
+            **outcome.describe(config, device, round((time.monotonic() - started) / 60, 2)),
+            "memory_floor_gb": round(need.floor(batch_size) / memory.GB, 2),
+        },
         before=before,
         after=after,
         command=heal_command(model, layer, output, config, load_options),

@@ -18,7 +18,8 @@ from layerpick.healing.fidelity import Fidelity
 class HealReport(Document):
     """One heal: `teacher` {kind, description, model, dimension}, `texts` {source, count, sha256, train, held_out,
     passages}, `training` {epochs, learning_rate, batch_size, seed, loss, steps, final_loss, losses, device, bf16,
-    resumed_from_epoch, minutes}, fidelity before and after on the held-out texts."""
+    resumed_from_epoch, minutes, memory_floor_gb (`healing.memory`)}, fidelity before and after on the held-out
+    texts."""
 
     output: str
     model: str

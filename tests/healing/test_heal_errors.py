@@ -98,3 +98,17 @@ def test_a_missing_source_beside_a_corpus_is_refused_before_loading(layerpick, t
     )
     assert code == 1 and err == f"layerpick: error: --fit-texts: calibration file not found: {missing}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]
+
+
+def test_a_heal_that_cannot_fit_in_memory_stops_before_the_teacher(
+    layerpick, tiny_dirs, tmp_path, heal_texts, monkeypatch
+):
+    from layerpick.healing import memory, teacher
+
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)
+    monkeypatch.setattr(teacher, "teacher_vectors", lambda *a, **k: pytest.fail("the teacher's pass ran"))
+    out = tmp_path / "out"
+    code, err = layerpick("heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", heal_texts, "-o", out, "-q")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert "at --batch-size 64 needs at least" in err and "not even a batch of one text leaves" in err
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,78 @@
+"""The heal's memory floor (`layerpick.healing.memory`) beside the peak RSS measured for the same heal.
+
+    python benchmarks/heal_memory.py --peaks peaks.tsv --output benchmarks/results/heal_memory.md
+
+`peaks.tsv` holds one heal a line, tab-separated: a label, the peak RSS in kB (`/usr/bin/time -v`'s "Maximum
+resident set size" of that `layerpick heal` run), then the heal's own arguments (`MODEL --layer K [--fit-texts F]...
+[--batch-size B]`). Each heal runs through `layerpick heal`'s own path up to its memory check, which here records
+the floor and the process's RSS at that point (the loaded model, its cut, the texts) and stops the heal before the
+teacher's pass, so a line costs seconds. The table says how far the measured peak rose above that RSS beyond the
+floor: the room `memory.HEADROOM` must leave.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import tempfile
+from pathlib import Path
+
+import psutil
+
+from layerpick.cli import app as cli_app
+from layerpick.healing import memory
+
+GB = 1e9
+
+
+class Measured(BaseException):
+    """Raised by the patched check once it has the floor: the heal stops there (past the CLI's error handling)."""
+
+
+def floor_of(arguments: list[str]) -> tuple[memory.MemoryNeed, int, int]:
+    """(need, batch size, RSS in bytes) of the heal `layerpick heal ARGUMENTS`, stopped at its memory check."""
+    seen = {}
+
+    def record(need, batch_size, device):
+        seen.update(need=need, batch=batch_size, rss=psutil.Process().memory_info().rss)
+        raise Measured
+
+    original, memory.check = memory.check, record
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            cli_app.run(["heal", *arguments, "--output", str(Path(scratch) / "out"), "-q"])
+    except Measured:
+        pass
+    finally:
+        memory.check = original
+    if not seen:
+        raise SystemExit(f"the heal stopped before its memory check: {shlex.join(arguments)}")
+    return seen["need"], seen["batch"], seen["rss"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--peaks", type=Path, required=True)
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args()
+    rows = [
+        "| heal | batch | longest texts (tokens) | floor (GB) | RSS at the check (GB) | measured peak (GB) | "
+        "peak - RSS - floor (GB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for line in args.peaks.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        label, peak_kb, heal = line.split("\t")
+        need, batch, rss = floor_of(shlex.split(heal))
+        peak, floor = int(peak_kb) * 1024, need.floor(batch)
+        rows.append(
+            f"| {label} | {batch} | {need.tokens} | {floor / GB:.2f} | {rss / GB:.2f} | {peak / GB:.2f} | "
+            f"{(peak - rss - floor) / GB:.2f} |"
+        )
+        print(rows[-1], flush=True)
+    args.output.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
