@@ -6,14 +6,17 @@
 resident set size" of that `layerpick heal` run), then the heal's own arguments (`MODEL --layer K [--fit-texts F]...
 [--batch-size B]`). Each heal runs through `layerpick heal`'s own path up to its memory check, which here records
 the floor and the process's RSS at that point (the loaded model, its cut, the texts) and stops the heal before the
-teacher's pass, so a line costs seconds. The table says how far the measured peak rose above that RSS beyond the
-floor: the room `memory.HEADROOM` must leave.
+teacher's pass, so a line costs seconds; each runs in a process of its own, as the measured heal did. The table
+says how far the measured peak rose above that RSS beyond the floor: the room `memory.HEADROOM` must leave.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -50,11 +53,26 @@ def floor_of(arguments: list[str]) -> tuple[memory.MemoryNeed, int, int]:
     return seen["need"], seen["batch"], seen["rss"]
 
 
+def in_fresh_process(heal: str) -> tuple[memory.MemoryNeed, int, int]:
+    """floor_of in a process of its own, as the measured heal ran: a process that ran other heals before keeps
+    their memory, which would inflate the RSS at the check."""
+    done = subprocess.run([sys.executable, __file__, "--one", heal], capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return memory.MemoryNeed(**found["need"]), found["batch"], found["rss"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--peaks", type=Path, required=True)
-    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--peaks", type=Path)
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--one", help="measure this one heal's arguments and print the result as JSON")
     args = parser.parse_args()
+    if args.one:
+        need, batch, rss = floor_of(shlex.split(args.one))
+        print(json.dumps({"need": vars(need), "batch": batch, "rss": rss}))
+        return
+    if not (args.peaks and args.output):
+        parser.error("--peaks and --output are required")
     rows = [
         "| heal | batch | longest texts (tokens) | floor (GB) | RSS at the check (GB) | measured peak (GB) | "
         "peak - RSS - floor (GB) |",
@@ -64,7 +82,7 @@ def main() -> None:
         if not line.strip() or line.startswith("#"):
             continue
         label, peak_kb, heal = line.split("\t")
-        need, batch, rss = floor_of(shlex.split(heal))
+        need, batch, rss = in_fresh_process(heal)
         peak, floor = int(peak_kb) * 1024, need.floor(batch)
         rows.append(
             f"| {label} | {batch} | {need.tokens} | {floor / GB:.2f} | {rss / GB:.2f} | {peak / GB:.2f} | "
