@@ -4,12 +4,11 @@ out-of-memory kill after it.
 Measured, not modelled, so that it holds for any architecture: one forward pass of the cut in training mode over
 two of the longest train texts counts the bytes autograd keeps for the backward pass (activations, attention
 weights, dropout masks), which grow with the batch; the gradients and Adam's two moments add 12 bytes per trained
-weight. The sum is a floor of what training adds to the process: the
-backward pass's transient buffers, the teacher's pass, the trainer's dataset and the allocator's slack come on top,
-and measured on fifteen heals of minilm-l6 and all-mpnet-base-v2 they added 0.5-4.4 GB beyond the floor
-(`benchmarks/results/heal_memory.md`). A heal whose floor is above the memory the device has free is refused,
-naming the batch size that would fit with that headroom; one whose floor leaves less than the headroom free is
-warned about.
+weight. The sum is a floor of what training adds to the process: the backward pass's transient buffers, the
+teacher's pass, the trainer's dataset and the allocator's slack come on top, and measured on fifteen heals of
+minilm-l6 and all-mpnet-base-v2 they added 0.5-4.4 GB beyond the floor (`benchmarks/results/heal_memory.md`). A
+heal whose floor is above the memory the device has free is refused, naming the batch size that would fit with
+that headroom; one whose floor leaves less than the headroom free is warned about.
 """
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ def free_bytes(device: str) -> int:
     """Memory free for training: a CUDA device's free memory, else the machine's available RAM."""
     if device.startswith("cuda"):
         return int(torch.cuda.mem_get_info(torch.device(device))[0])
-    import psutil
+    import psutil  # a dependency of accelerate
 
     return int(psutil.virtual_memory().available)
 
@@ -98,8 +97,7 @@ def _longest(student: Any, texts: Sequence[str]) -> list[str]:
 
 def _features(student: Any, texts: list[str]) -> dict[str, Any]:
     """The model's inputs for `texts` as the trainer's collator makes them, the tensors on the student's device."""
-    prepare = getattr(student, "preprocess", None) or student.tokenize  # tokenize: older sentence-transformers
-    features = prepare(texts)
+    features = student.preprocess(texts)
     return {name: v.to(student.device) if isinstance(v, torch.Tensor) else v for name, v in features.items()}
 
 
