@@ -63,6 +63,14 @@ def heal(
     epochs: Annotated[int, typer.Option(help="Passes over the texts (a checkpoint after each).")] = default(
         HealConfig, "epochs"
     ),
+    checkpoint_minutes: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-minutes",
+            help="Also checkpoint within an epoch after this many minutes of training, so an interrupt loses at "
+            "most that much (0: after every step).",
+        ),
+    ] = default(HealConfig, "checkpoint_minutes"),
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="AdamW's peak learning rate.")] = default(
         HealConfig, "learning_rate"
     ),
@@ -90,7 +98,8 @@ def heal(
 ) -> None:
     """Cut MODEL after layer K and train the cut, on unlabelled texts, to reproduce the full model's sentence vectors.
 
-    Run the same command again after an interrupt: it resumes from the last epoch's checkpoint.
+    Run the same command again after an interrupt: it resumes from the last checkpoint (one per epoch, and one
+    every --checkpoint-minutes within an epoch).
 
     Example: layerpick heal minilm-l6 --layer 3 --fit-texts my-corpus/ --output minilm-l3-healed
     """

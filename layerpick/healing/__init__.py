@@ -1,11 +1,11 @@
 """The heal stage: a cut trained, on unlabelled texts, to give back its teacher's sentence vectors.
 
 `job` composes (cut by export, teacher, texts, training, fidelity, the healed export written whole); `blocks`
-says which of the teacher's blocks the cut starts from; `texts`
-reads and splits the texts; `teacher` says what is reproduced and keeps its vectors; `train` runs
-sentence-transformers' trainer with a checkpoint per epoch; `loss` the distillation losses; `fidelity` the
-label-free measures; `sweep` heals several K and keeps the shallowest clearing a fidelity line; `workspace` the
-resumable work folder; `result` the `HealReport` document; `render` the terminal lines.
+says which of the teacher's blocks the cut starts from; `texts` reads and splits the texts; `teacher` says what
+is reproduced and keeps its vectors; `train` runs sentence-transformers' trainer with checkpoints per epoch and
+within long epochs; `loss` the distillation losses; `fidelity` the label-free measures; `sweep` heals several K
+and keeps the shallowest clearing a fidelity line; `workspace` the resumable work folder; `result` the
+`HealReport` document; `render` the terminal lines.
 
 Names are imported on first use (`_util.lazy`), so a light submodule imports without the heavy ones.
 """

@@ -36,5 +36,8 @@ class HealConfig:
     loss: str = "cosine+mse"
     layers: str | None = None  # several K healed on the same texts, the shallowest clearing the line kept (`sweep`)
     max_loss: float | None = None  # that line: held-out cosine >= 1 - max_loss (None: sweep.DEFAULT_MAX_LOSS)
+    # A checkpoint also within an epoch after this many minutes of training: an mpnet epoch over 8,000 passages and
+    # sentences takes about 90 minutes on a 2-core CPU (benchmarks/results/heal.md); writing a checkpoint, seconds.
+    checkpoint_minutes: float = 30.0
     overwrite: bool = False
     progress: bool = True

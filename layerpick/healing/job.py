@@ -113,6 +113,8 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
         raise HealError(f"unknown loss {config.loss!r}; choose one of {', '.join(LOSSES)}")
     if config.epochs < 1 or config.batch_size < 1 or not config.learning_rate > 0:
         raise HealError("--epochs and --batch-size must be at least 1 and --learning-rate above 0")
+    if not config.checkpoint_minutes >= 0:  # NaN too
+        raise HealError(f"--checkpoint-minutes must be 0 or more, not {config.checkpoint_minutes:g}")
     load_options.check()
     if load_options.dtype != "float32" or load_options.device_map:
         raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")

@@ -1,5 +1,6 @@
 """The training of a heal, on sentence-transformers' trainer: the student cut learns the teacher's vectors of the
-train texts, one checkpoint per epoch in the work folder, resumed from the last one after an interrupt.
+train texts, a checkpoint in the work folder after each epoch and every `checkpoint_minutes` of training within one,
+resumed from the last one after an interrupt (mid-epoch too: the trainer skips the batches already trained on).
 
 The same code runs on a CPU and on a GPU: the trainer places the model; on a CUDA device that supports it, bf16
 mixed precision is on (the weights stay float32).
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,7 +30,7 @@ TEXT_COLUMN = "text"
 @dataclass(frozen=True)
 class TrainOutcome:
     steps: int
-    losses: tuple[dict[str, float], ...]  # {"epoch", "loss"} per epoch, as the trainer logged it
+    losses: tuple[dict[str, float], ...]  # {"epoch", "loss"} per epoch: the mean of its steps' losses
     resumed_from_epoch: float | None
     bf16: bool
 
@@ -80,7 +83,7 @@ def train(
         args=training_arguments(checkpoints, config, device, bf16, default_prompt(student), group_lengths),
         train_dataset=dataset,
         loss=make_loss(config.loss, student),
-        callbacks=list(callbacks) or None,
+        callbacks=[timed_checkpoints(config.checkpoint_minutes), *callbacks],
     )
     quieten(trainer)
     last = last_checkpoint(work)
@@ -90,13 +93,41 @@ def train(
     trainer.train(resume_from_checkpoint=str(last) if last else None)
     # with bf16 on, accelerate left an autocast wrapper on the model's forward: encode in float32 from here on
     trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
-    losses = tuple(
-        {"epoch": float(entry["epoch"]), "loss": float(entry["loss"])}
-        for entry in trainer.state.log_history
-        if "loss" in entry
-    )
+    losses = epoch_losses(trainer.state.log_history)
     student.eval()
     return TrainOutcome(trainer.state.global_step, losses, resumed, bf16)
+
+
+def epoch_losses(log_history: Sequence[dict[str, Any]]) -> tuple[dict[str, float], ...]:
+    """The mean training loss of each epoch from the trainer's per-step log (kept in every checkpoint, so an epoch
+    resumed in its middle averages all its steps, not only those after the resume)."""
+    steps: dict[int, list[float]] = {}
+    for entry in log_history:
+        if "loss" in entry and "epoch" in entry:
+            steps.setdefault(math.ceil(round(float(entry["epoch"]), 6)), []).append(float(entry["loss"]))
+    return tuple({"epoch": float(epoch), "loss": sum(losses) / len(losses)} for epoch, losses in sorted(steps.items()))
+
+
+def timed_checkpoints(minutes: float, clock=time.monotonic) -> Any:
+    """A trainer callback that asks for a checkpoint once `minutes` of training have passed since the last one (0:
+    after every step), so that an interrupt loses at most that much of a long epoch."""
+    from transformers import TrainerCallback
+
+    class TimedCheckpoints(TrainerCallback):
+        def __init__(self):
+            self.since = clock()
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.since = clock()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if clock() - self.since >= minutes * 60:
+                control.should_save = True
+
+        def on_save(self, args, state, control, **kwargs):
+            self.since = clock()
+
+    return TimedCheckpoints()
 
 
 def quieten(trainer: Any) -> None:
@@ -154,7 +185,8 @@ def training_arguments(
         data_seed=config.seed,
         save_strategy="epoch",
         save_total_limit=1,
-        logging_strategy="epoch",
+        logging_strategy="steps",  # each step's loss, averaged per epoch by `epoch_losses`
+        logging_steps=1,
         report_to="none",
         use_cpu=not device.startswith("cuda"),
         bf16=bf16,

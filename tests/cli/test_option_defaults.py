@@ -180,6 +180,7 @@ MAPPED: dict[str, Mapping] = {
             "field",
             "pooling",
             "epochs",
+            "checkpoint_minutes",
             "learning_rate",
             "batch_size",
             "seed",

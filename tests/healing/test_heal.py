@@ -146,6 +146,46 @@ class InterruptAtStep(TrainerCallback):
             raise KeyboardInterrupt
 
 
+def test_a_heal_interrupted_within_an_epoch_resumes_there_to_the_same_result(healed, tiny_dirs, tiny_config, tmp_path):
+    """A checkpoint after every step (--checkpoint-minutes 0), an interrupt at step 3 of epoch 1's five: the run
+    resumes from step 2 or 3, skips the batches already trained on, and ends where the uninterrupted run ends."""
+    from dataclasses import replace
+
+    reference, reference_output = healed
+    output = tmp_path / "mid-epoch"
+    every_step = replace(tiny_config, checkpoint_minutes=0)
+    with pytest.raises(KeyboardInterrupt):
+        heal_model(str(tiny_dirs("llama")), LAYER, output, every_step, callbacks=[InterruptAtStep(3)])
+    kept = sorted(path.name for path in (work_folder(output) / "checkpoints").iterdir())
+    assert kept in (["checkpoint-2"], ["checkpoint-3"])
+    report = heal_model(str(tiny_dirs("llama")), LAYER, output, tiny_config)
+    assert report.training["resumed_from_epoch"] in (0.4, 0.6)
+    assert report.after == reference.after and report.training["losses"] == reference.training["losses"]
+    assert torch.equal(encode(output), encode(reference_output))
+
+
+def test_timed_checkpoints_ask_for_a_save_once_the_minutes_have_passed():
+    from transformers import TrainerControl
+
+    from layerpick.healing.train import timed_checkpoints
+
+    now = {"t": 0.0}
+    callback = timed_checkpoints(30, clock=lambda: now["t"])
+    control = TrainerControl()
+    callback.on_train_begin(None, None, control)
+    now["t"] = 29 * 60
+    callback.on_step_end(None, None, control)
+    assert not control.should_save
+    now["t"] = 30 * 60
+    callback.on_step_end(None, None, control)
+    assert control.should_save
+    callback.on_save(None, None, control)
+    control.should_save = False
+    now["t"] = 59 * 60
+    callback.on_step_end(None, None, control)
+    assert not control.should_save  # the clock starts again at the last save
+
+
 def test_an_interrupt_before_the_first_checkpoint_keeps_the_teacher_vectors(
     healed, tiny_dirs, tiny_config, tmp_path, caplog
 ):
