@@ -7,7 +7,8 @@ resident set size" of that `layerpick heal` run), then the heal's own arguments 
 [--batch-size B]`). Each heal runs through `layerpick heal`'s own path up to its memory check, which here records
 the floor and the process's RSS at that point (the loaded model, its cut, the texts) and stops the heal before the
 teacher's pass, so a line costs seconds; each runs in a process of its own, as the measured heal did. The table
-says how far the measured peak rose above that RSS beyond the floor: the room `memory.HEADROOM` must leave.
+says how far the measured peak rose above that RSS beyond the floor, beside the headroom `memory.headroom` keeps for
+that floor (a heal whose floor and headroom exceed the free memory is warned about).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def main() -> None:
         parser.error("--peaks and --output are required")
     rows = [
         "| heal | batch | longest texts (tokens) | floor (GB) | RSS at the check (GB) | measured peak (GB) | "
-        "peak - RSS - floor (GB) |",
-        "|---|---|---|---|---|---|---|",
+        "peak - RSS - floor (GB) | headroom kept (GB) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for line in args.peaks.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
@@ -86,7 +87,7 @@ def main() -> None:
         peak, floor = int(peak_kb) * 1024, need.floor(batch)
         rows.append(
             f"| {label} | {batch} | {need.tokens} | {floor / GB:.2f} | {rss / GB:.2f} | {peak / GB:.2f} | "
-            f"{(peak - rss - floor) / GB:.2f} |"
+            f"{(peak - rss - floor) / GB:.2f} | {memory.headroom(floor) / GB:.2f} |"
         )
         print(rows[-1], flush=True)
     args.output.write_text("\n".join(rows) + "\n", encoding="utf-8")

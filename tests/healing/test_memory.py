@@ -45,24 +45,29 @@ def test_probe_counts_the_activations_and_leaves_the_student_as_it_was(student):
 
 def test_refused_when_the_floor_is_above_free_memory(student, monkeypatch):
     need = memory.measure(student, LONG)
-    monkeypatch.setattr(memory, "HEADROOM", 8 * need.per_text)  # the tiny model's scale
+    monkeypatch.setattr(memory, "HEADROOM_BASE", 8 * need.per_text)  # the tiny model's scale
     monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(64) - 1)
     with pytest.raises(memory.HealMemoryError) as refused:
         memory.check(need, 64, "cpu")
     message = str(refused.value)
     fit = need.largest_batch(need.floor(64) - 1)
     assert 1 <= fit < 64 and f"lower --batch-size to {fit} or less" in message and "\n" not in message
-    assert need.floor(fit) + memory.HEADROOM <= need.floor(64) - 1 < need.floor(fit + 1) + memory.HEADROOM
+    room = memory.headroom
+    assert (
+        need.floor(fit) + room(need.floor(fit)) <= need.floor(64) - 1 < need.floor(fit + 1) + room(need.floor(fit + 1))
+    )
 
 
 def test_warned_when_the_floor_leaves_less_than_the_headroom(student, monkeypatch, caplog):
     need = memory.measure(student, LONG)
-    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(64) + memory.HEADROOM - 1)
+    room = memory.headroom(need.floor(64))
+    assert room == memory.HEADROOM_BASE + need.floor(64) // 2  # a base and half the floor
+    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(64) + room - 1)
     with caplog.at_level(logging.WARNING, logger="layerpick.healing.memory"):
         memory.check(need, 64, "cpu")
     assert "it may run out of memory" in caplog.text
     caplog.clear()
-    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(64) + memory.HEADROOM)
+    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(64) + room)
     with caplog.at_level(logging.WARNING, logger="layerpick.healing.memory"):
         memory.check(need, 64, "cpu")
     assert caplog.text == ""
@@ -70,8 +75,8 @@ def test_warned_when_the_floor_leaves_less_than_the_headroom(student, monkeypatc
 
 def test_not_even_one_text(student, monkeypatch):
     need = memory.measure(student, LONG)
-    monkeypatch.setattr(memory, "HEADROOM", 100 * need.per_text)
-    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(1) + memory.HEADROOM - 1)
+    monkeypatch.setattr(memory, "HEADROOM_BASE", 100 * need.per_text)
+    monkeypatch.setattr(memory, "free_bytes", lambda device: need.floor(1) + memory.headroom(need.floor(1)) - 1)
     with pytest.raises(memory.HealMemoryError, match="not even a batch of one text leaves"):
         memory.check(need, 200, "cpu")
 
