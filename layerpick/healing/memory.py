@@ -29,7 +29,7 @@ CANDIDATES = 32  # the longest texts by characters whose tokens are counted to f
 OPTIMIZER_BYTES = 12  # per trained float32 weight: its gradient and Adam's two moments
 GB = 1e9
 # What training took beyond its floor in heal_memory.md: at most 2.8 GB beyond floors under 3.5 GB, and up to two
-# thirds of the floor on SciFact's sentences (all-mpnet-base-v2 at K = 8: 5.8 GB beyond 8.7). The room a suggested
+# thirds of the floor on SciFact's sentences (all-mpnet-base-v2 at K = 8: 5.3 GB beyond 8.7). The room a suggested
 # batch leaves, and below which a heal is warned about, is HEADROOM_BASE plus HEADROOM_SHARE of the floor, which
 # covers every measured heal.
 HEADROOM_BASE = int(2 * GB)
