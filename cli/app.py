@@ -15,6 +15,7 @@ Exit codes: 0 ok, 1 user error, 2 usage error, 3 internal error, 130/143/129 int
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -88,8 +89,12 @@ def _dispatch(argv: list[str]) -> int:
 
 def prepare_libraries(argv: list[str]) -> None:
     """Before the libraries are imported: their progress bars stay off under --quiet (or LAYERPICK_QUIET) and
-    when stderr is not a terminal (logs); tqdm, huggingface_hub and datasets read these once, at import."""
+    when stderr is not a terminal (logs); tqdm, huggingface_hub and datasets read these once, at import. Under
+    --quiet sentence-transformers' notices (such as which default prompt applies) stay off too; layerpick's own
+    warnings do not."""
     quiet = any(arg in ("--quiet", "-q") for arg in argv) or os.environ.get("LAYERPICK_QUIET", "").lower() in TRUE_WORDS
+    if quiet:
+        logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
     if quiet or not sys.stderr.isatty():
         for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
             os.environ.setdefault(name, "1")

@@ -211,6 +211,8 @@ def _resolve_source(name: str, options: LoadOptions) -> _Source:
         return _Source(str(path.parent), path.name)
     if path.is_dir():
         return _Source(str(path), options.gguf_file)
+    if path.is_file():
+        raise ModelNotFoundError(f"model path is a file, not a model folder (or a .gguf file): {name}")
     aliases = tuple(registry.ENTRIES)
     if _looks_like_path(name):
         raise ModelNotFoundError(f"model path not found: {name}")

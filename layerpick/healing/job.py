@@ -9,7 +9,9 @@ reloads with sentence-transformers and gives the trained vectors.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import shlex
 import shutil
 import time
@@ -102,9 +104,10 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     if layer is None:
         raise HealError("give the layer to cut after (--layer K)")
     num_layers = peek_num_layers(model, load_options)
-    if layer < 1 or layer == num_layers:  # K > L: export says so once the model loads
+    if layer < 1 or (num_layers is not None and layer >= num_layers):  # unknown L: checked once the model loads
+        of = f" of this model's {num_layers}" if num_layers is not None else ""
         raise LayerRangeError(
-            f"layer {layer} is out of range: a heal trains a cut that keeps K of the model's L blocks, 1 <= K < L "
+            f"layer {layer} is out of range: a heal trains a cut that keeps K{of} blocks, 1 <= K < L "
             "(at K = L there is nothing to heal)"
         )
     if config.pooling is not None:
@@ -122,6 +125,10 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
     if num_layers is not None and 1 <= layer < num_layers:
         heal_blocks.choose(config.blocks, layer, num_layers)
     sources = heal_texts.sources(config.fit_texts)
+    places = [same_place(source) for source in sources]
+    twice = next((place for place in places if places.count(place) > 1), None)
+    if twice:
+        raise HealError(f"--fit-texts names {twice} more than once")
     named = {f"--fit-texts ({i})": source for i, source in enumerate(sources, 1)} if len(sources) > 1 else {}
     check_field(config.field, named or {"--fit-texts": sources[0] if sources else None})
     whole = tuple(source for source in sources if not heal_texts.is_corpus_folder(source))
@@ -134,12 +141,28 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
     """The settings a kept work folder must match to be resumed."""
     return {
-        "model": model,
+        "model": same_place(model),
         "layer": layer,
         **{name: getattr(config, name) for name in HEAL_SETTINGS},
-        "fit_texts": list(heal_texts.sources(config.fit_texts)),  # as read back from the kept key's JSON
-        "load": load_options.cli_flags(),
+        "fit_texts": [same_place(source) for source in heal_texts.sources(config.fit_texts)],  # a list, as JSON
+        "load": _same_device(load_options).cli_flags(),
     }
+
+
+def same_place(name: str) -> str:
+    """A model or text source as a run key names it: a path that exists as an absolute path (so `out` and `./out`,
+    or a relative and an absolute model path, resume the same run), anything else (an alias, a hub id) as given."""
+    path = Path(name).expanduser()
+    return os.path.abspath(path) if path.exists() else name
+
+
+def _same_device(load_options: LoadOptions) -> LoadOptions:
+    """`load_options` with a device named that `auto` picks here written as `auto`, so both resume the same run."""
+    try:
+        same = resolve_device(load_options.device) == resolve_device("auto")
+    except LayerpickError:
+        return load_options
+    return dataclasses.replace(load_options, device="auto") if same else load_options
 
 
 def _heal(
@@ -173,9 +196,15 @@ def _heal(
     batch_size = min(config.batch_size, len(texts.train))
     need = memory.measure(student, texts.train, default_prompt(student), uses_bf16(device))
     memory.check(need, batch_size, device)
-    vectors = teachers.teacher_vectors(teacher, texts.train + texts.held_out, teacher_home, device, config.progress)
+    vectors = teachers.teacher_vectors(
+        teacher,
+        texts.train + texts.held_out,
+        teacher_home,
+        device,
+        config.progress,
+        check_width=lambda width: _check_dimensions(student, width, teacher),
+    )
     train_vectors, held_vectors = vectors[: len(texts.train)], vectors[len(texts.train) :]
-    _check_dimensions(student, vectors, teacher)
     before = fidelity(teachers.encode(student, texts.held_out), held_vectors)
     outcome = train(student, texts.train, train_vectors, work, config, device, callbacks)
     healed = teachers.encode(student, texts.held_out)
@@ -223,12 +252,12 @@ def load_student(cut_dir: Path, teacher: teachers.Teacher, blocks: tuple[int, ..
     return student
 
 
-def _check_dimensions(student: Any, vectors: torch.Tensor, teacher: teachers.Teacher) -> None:
+def _check_dimensions(student: Any, teacher_width: int, teacher: teachers.Teacher) -> None:
     dimension = getattr(student, "get_embedding_dimension", None) or student.get_sentence_embedding_dimension
     width = dimension()
-    if width != vectors.shape[1]:
+    if width != teacher_width:
         raise HealError(
-            f"the teacher ({teacher.description}) gives {vectors.shape[1]} dimensions and the cut {width}: a "
+            f"the teacher ({teacher.description}) gives {teacher_width} dimensions and the cut {width}: a "
             "teacher whose pipeline changes the dimension (a Dense module) cannot be healed towards yet"
         )
 

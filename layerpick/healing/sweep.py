@@ -33,7 +33,7 @@ from layerpick.healing import blocks as heal_blocks
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, check_request, heal_model, run_key
 from layerpick.healing.result import HealReport
-from layerpick.healing.workspace import worth_keeping
+from layerpick.healing.workspace import changed_settings, worth_keeping
 
 logger = logging.getLogger(__name__)
 
@@ -245,8 +245,11 @@ def sweep_folder(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     line), removed on success."""
     folder = output.parent / f".{output.name}.heal-sweep"
     settings = folder / SETTINGS_FILE
-    if folder.is_dir() and _read(settings) != json.loads(json.dumps(key, default=str)):
-        logger.warning("a heal sweep with other settings left %s: starting over", folder)
+    before = _read(settings) if folder.is_dir() else None
+    if folder.is_dir() and before != json.loads(json.dumps(key, default=str)):
+        logger.warning(
+            "a heal sweep with other settings (%s) left %s: starting over", changed_settings(before, key), folder
+        )
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps(key, indent=2, default=str) + "\n", encoding="utf-8")

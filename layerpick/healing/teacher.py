@@ -12,7 +12,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from safetensors.torch import save_file
@@ -67,15 +67,26 @@ def texts_digest(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def teacher_vectors(teacher: Teacher, texts: Sequence[str], work: Path, device: str, progress: bool) -> torch.Tensor:
+def teacher_vectors(
+    teacher: Teacher,
+    texts: Sequence[str],
+    work: Path,
+    device: str,
+    progress: bool,
+    check_width: Callable[[int], None] = lambda width: None,
+) -> torch.Tensor:
     """The teacher's (N, D) float32 vectors of `texts`: read from `work` when a run (an interrupted heal, or another
-    cut of the same sweep) already computed them for the same teacher and texts, else computed now and kept there."""
+    cut of the same sweep) already computed them for the same teacher and texts, else computed now and kept there.
+    `check_width` sees D first, from one text, so a teacher that cannot be used is refused before the long pass."""
     path, digest = work / VECTORS_FILE, texts_digest(texts)
     kept = _read_vectors(path, {"sha256": digest, "teacher": teacher.path})
     if kept is not None:
         logger.info("teacher vectors read from %s", path)
+        check_width(int(kept.shape[1]))
         return kept
-    vectors = encode(load_encoder(teacher.path, device), texts, progress)
+    encoder = load_encoder(teacher.path, device)
+    check_width(int(encode(encoder, texts[:1]).shape[1]))
+    vectors = encode(encoder, texts, progress)
     with atomic_file(path) as partial:  # an interrupted save leaves no file that looks whole
         save_file({"vectors": vectors.contiguous()}, str(partial), metadata={"sha256": digest, "teacher": teacher.path})
     return vectors

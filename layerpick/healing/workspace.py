@@ -67,8 +67,9 @@ def workspace(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     """The work folder of the heal that writes `output` with settings `key`; see the module docstring."""
     work = work_folder(Path(output))
     created = [p for p in (work.parent, *work.parent.parents) if not p.exists()]
-    if work.is_dir() and _read_key(work) != key:
-        logger.warning("a heal with other settings left %s: starting over", work)
+    kept = _read_key(work) if work.is_dir() else None
+    if work.is_dir() and kept != _as_json(key):
+        logger.warning("a heal with other settings (%s) left %s: starting over", changed_settings(kept, key), work)
         shutil.rmtree(work)
     if has_checkpoint(work):
         logger.warning("resuming the heal kept in %s", work)
@@ -90,6 +91,19 @@ def workspace(output: Path, key: dict[str, Any]) -> Iterator[Path]:
 def reset_training(work: Path) -> None:
     """Forget checkpoints made on other texts (the texts' hash changed under the same settings)."""
     shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
+
+
+def changed_settings(kept: Any, key: dict[str, Any]) -> str:
+    """Which of `key`'s settings differ from those `kept` (a run key read back, or None), for the user."""
+    if not isinstance(kept, dict):
+        return "unreadable"
+    new = _as_json(key)
+    names = sorted(name for name in {*kept, *new} if kept.get(name) != new.get(name))
+    return ", ".join(names) or "none"
+
+
+def _as_json(key: dict[str, Any]) -> Any:
+    return json.loads(json.dumps(key, default=str))
 
 
 def _read_key(work: Path) -> Any:

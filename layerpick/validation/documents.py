@@ -31,7 +31,11 @@ class DocumentsError(LayerpickError):
 
 
 def with_documents(setups: list[Setup], name: str, options: SourceOptions, specs: Sequence[TaskSpec]) -> list[Setup]:
-    """`setups` with their retrieval documents encoded by `name` (one setup shared by all)."""
+    """`setups` with their retrieval documents encoded by `name` (one setup shared by all); unchanged, with a
+    warning, when none of the tasks is a retrieval task."""
+    if not any(spec.is_retrieval for spec in specs):
+        logger.warning("%s changes retrieval tasks only, and none of the tasks is one: ignored", OPTION)
+        return setups
     documents = exported_setup(document_folder(name, options.load_options), options)
     documents.facts["model"] = name
     for setup in setups:
@@ -40,19 +44,26 @@ def with_documents(setups: list[Setup], name: str, options: SourceOptions, specs
                 f"{OPTION} {name} gives {documents.embed_dim} dimensions and {setup.label} {setup.embed_dim}: "
                 "queries and documents must share one vector space"
             )
-    if not any(spec.is_retrieval for spec in specs):
-        logger.warning("%s changes retrieval tasks only, and none of the tasks is one", OPTION)
     return [dataclasses.replace(setup, documents=documents) for setup in setups]
 
 
 def document_folder(name: str, load: LoadOptions) -> Path:
-    """The folder of the document encoder `name`: an alias's package folder, a local folder, or a hub snapshot."""
+    """The folder of the document encoder `name` (an alias's package folder, a local folder, or a hub snapshot),
+    refused unless it holds a sentence-transformers pipeline."""
+    if not name.strip():
+        raise DocumentsError(f"{OPTION} is empty: name the full model (an alias, a folder or a hub id)")
+    return _sentence_transformers(name, _find_folder(name, load))
+
+
+def _find_folder(name: str, load: LoadOptions) -> Path:
     if registry.get_entry(name) is not None:
         return registry.resolve_alias(name)[1].directory
     path = Path(name).expanduser()
-    if path.is_dir() or name.startswith((".", "/", "~")):
-        if not path.is_dir():
+    if path.exists() or name.startswith((".", "/", "~")):
+        if not path.exists():
             raise DocumentsError(f"{OPTION}: folder not found: {path}")
+        if not path.is_dir():
+            raise DocumentsError(f"{OPTION}: {path} is a file; name a model folder")
         return path
     from huggingface_hub import snapshot_download
 
@@ -63,6 +74,15 @@ def document_folder(name: str, load: LoadOptions) -> Path:
             raise DocumentsError(
                 f"{OPTION} {name}: not an alias, a local folder or a hub id that can be fetched ({error})"
             ) from error
+
+
+def _sentence_transformers(name: str, folder: Path) -> Path:
+    if not (folder / "modules.json").is_file():
+        raise DocumentsError(
+            f"{OPTION} {name}: not a sentence-transformers model (no modules.json); documents must be encoded by "
+            "the full model's own pipeline or a layerpick export"
+        )
+    return folder
 
 
 def describe(setup: Setup) -> dict | None:

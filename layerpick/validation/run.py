@@ -177,10 +177,10 @@ def _validate(
             logger.warning("--transform is ignored with --exported: an export applies its own transform")
     else:
         setups = transformed_setups(model_setups(model, options, prompts), transforms, fit_texts)
-    if config.documents_by:
+    if config.documents_by is not None:
         setups = with_documents(setups, config.documents_by, options, specs)
     statics = static_setups(config.static_exports, options, setups[0].num_layers)
-    sources = [one.source for one in setups + statics] + ([setups[0].documents.source] if config.documents_by else [])
+    sources = [one.source for one in setups + statics] + ([setups[0].documents.source] if setups[0].documents else [])
     for directory in sorted({source.store.directory for source in sources}):
         stores.enter_context(output_lock(directory, "--store"))
     setup = setups[0]
@@ -218,7 +218,7 @@ def _check_before_loading(load_options: LoadOptions, config: ValidateConfig, out
         check_layer_words(config.layers)
     if config.static_exports and config.exported_dir:
         raise LayerpickError("--static scores tables beside a model's layers; give a model, not --exported")
-    if config.documents_by:
+    if config.documents_by is not None:
         document_folder(config.documents_by, load_options)
     check_static_exports(config.static_exports)
     for option, path in outputs.items():

@@ -24,9 +24,14 @@ def layerpick(capsys):
 
 @pytest.mark.parametrize(
     "layer, message",
-    [(0, "layer 0 is out of range"), (4, "layer 4 is out of range"), (9, "layer 9 is out of range")],
+    [
+        (0, "layer 0 is out of range"),
+        (4, "layer 4 is out of range: a heal trains a cut that keeps K of this model's 4 blocks"),
+        (9, "layer 9 is out of range: a heal trains a cut that keeps K of this model's 4 blocks"),
+    ],
 )
-def test_layer_out_of_range(layerpick, tiny_dirs, tmp_path, heal_texts, layer, message):
+def test_layer_out_of_range(layerpick, tiny_dirs, tmp_path, heal_texts, layer, message, monkeypatch):
+    monkeypatch.setattr("layerpick.healing.job.build_cut", lambda *a: pytest.fail("the model was loaded"))
     out = tmp_path / "out"
     code, err = layerpick("heal", tiny_dirs("llama"), "--layer", layer, "--fit-texts", heal_texts, "-o", out, "-q")
     assert code == 1 and err.startswith(f"layerpick: error: {message}") and len(err.splitlines()) == 1
@@ -112,4 +117,23 @@ def test_a_heal_that_cannot_fit_in_memory_stops_before_the_teacher(
     code, err = layerpick("heal", tiny_dirs("llama"), "--layer", 1, "--fit-texts", heal_texts, "-o", out, "-q")
     assert code == 1 and len(err.splitlines()) == 1
     assert "at --batch-size 64 needs at least" in err and "not even a batch of one text leaves" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_text_source_named_twice_is_refused(layerpick, tiny_dirs, tmp_path, heal_texts, monkeypatch):
+    monkeypatch.chdir(heal_texts.parent)
+    out = tmp_path / "out"
+    code, err = layerpick(
+        "heal", tiny_dirs("llama"), "-k", 1, "--fit-texts", heal_texts, "--fit-texts", f"./{heal_texts.name}", "-o", out
+    )
+    assert code == 1 and err == f"layerpick: error: --fit-texts names {heal_texts} more than once"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_given_as_the_model_is_named_so(layerpick, tmp_path, heal_texts):
+    code, err = layerpick("heal", heal_texts, "--layer", 1, "--fit-texts", heal_texts, "-o", tmp_path / "o")
+    assert (
+        code == 1
+        and err == f"layerpick: error: model path is a file, not a model folder (or a .gguf file): {heal_texts}"
+    )
     assert list(tmp_path.iterdir()) == []

@@ -59,3 +59,37 @@ def test_a_missing_document_folder_is_refused_before_loading(tmp_path, folders):
     assert isinstance(result.exception, DocumentsError) and exit_code_for(result.exception) == 1
     assert "--documents-by: folder not found" in str(result.exception)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [("empty", "--documents-by is empty"), ("file", "is a file"), ("plain", "not a sentence-transformers model")],
+)
+def test_a_document_encoder_that_is_not_a_sentence_transformer_is_refused_before_loading(
+    tmp_path, folders, kind, message
+):
+    (tmp_path / "texts.txt").write_text("a text\n")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "config.json").write_text("{}")  # a transformers folder, no sentence pipeline
+    name = {"empty": "", "file": str(tmp_path / "texts.txt"), "plain": str(tmp_path / "plain")}[kind]
+    result = CliRunner().invoke(
+        app, ["validate", "tiny", "--tasks", folders[1], "--documents-by", name, "--output", str(tmp_path / "o")]
+    )
+    assert isinstance(result.exception, DocumentsError) and exit_code_for(result.exception) == 1
+    assert message in str(result.exception)
+    assert not (tmp_path / "o").exists()
+
+
+def test_documents_by_without_a_retrieval_task_is_ignored_and_not_recorded(tmp_path, tiny_model, folders, caplog):
+    exported = export_tiny(tiny_model, tmp_path)
+    config = ValidateConfig(
+        output_dir=tmp_path / "out",
+        documents_by=str(exported),
+        store_dir=tmp_path / "store",
+        progress=False,
+        layers=[1],
+    )
+    run = run_validation("tiny", folders[:1], config)  # STS only
+    assert run.report.documents_by is None
+    assert "none of the tasks is one: ignored" in caplog.text
+    assert not any("__docs-" in path.name for path in (tmp_path / "out" / "results").iterdir())
