@@ -142,6 +142,14 @@ def peek_num_layers(name_or_path: str, options: LoadOptions = LoadOptions()) -> 
     )
 
 
+def peek_model_type(name_or_path: str, options: LoadOptions = LoadOptions()) -> str | None:
+    """The model's `model_type` from its config.json alone (its `text_config`'s where it has one); None where that
+    file is not at hand or names none."""
+    data = _peek_config(name_or_path, options)
+    data = data["text_config"] if isinstance(data.get("text_config"), dict) else data
+    return data["model_type"] if isinstance(data.get("model_type"), str) else None
+
+
 def _peek_config(name_or_path: str, options: LoadOptions) -> dict:
     """The model's config.json where it is at hand without loading and readable; else {}."""
     config = _peek_file(name_or_path, options, "config.json")
