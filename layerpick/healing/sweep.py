@@ -33,7 +33,7 @@ from layerpick.healing import blocks as heal_blocks
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, check_request, heal_model, run_key
 from layerpick.healing.result import HealReport
-from layerpick.healing.workspace import changed_settings, worth_keeping
+from layerpick.healing.workspace import as_json, changed_settings, worth_keeping
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def sweep_folder(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     folder = output.parent / f".{output.name}.heal-sweep"
     settings = folder / SETTINGS_FILE
     before = _read(settings) if folder.is_dir() else None
-    if folder.is_dir() and before != json.loads(json.dumps(key, default=str)):
+    if folder.is_dir() and before != as_json(key):
         logger.warning(
             "a heal sweep with other settings (%s) left %s: starting over", changed_settings(before, key), folder
         )

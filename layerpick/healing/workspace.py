@@ -68,7 +68,7 @@ def workspace(output: Path, key: dict[str, Any]) -> Iterator[Path]:
     work = work_folder(Path(output))
     created = [p for p in (work.parent, *work.parent.parents) if not p.exists()]
     kept = _read_key(work) if work.is_dir() else None
-    if work.is_dir() and kept != _as_json(key):
+    if work.is_dir() and kept != as_json(key):
         logger.warning("a heal with other settings (%s) left %s: starting over", changed_settings(kept, key), work)
         shutil.rmtree(work)
     if has_checkpoint(work):
@@ -97,12 +97,13 @@ def changed_settings(kept: Any, key: dict[str, Any]) -> str:
     """Which of `key`'s settings differ from those `kept` (a run key read back, or None), for the user."""
     if not isinstance(kept, dict):
         return "unreadable"
-    new = _as_json(key)
+    new = as_json(key)
     names = sorted(name for name in {*kept, *new} if kept.get(name) != new.get(name))
     return ", ".join(names) or "none"
 
 
-def _as_json(key: dict[str, Any]) -> Any:
+def as_json(key: dict[str, Any]) -> Any:
+    """`key` as it reads back from its JSON file (tuples as lists, other values as strings)."""
     return json.loads(json.dumps(key, default=str))
 
 
