@@ -66,7 +66,11 @@ def supported_model_types() -> list[str]:
 def family_for(model_or_config) -> Family:
     """The family of a model or config; a clear error listing what is supported otherwise."""
     config = getattr(model_or_config, "config", model_or_config)
-    model_type = getattr(config, "model_type", None)
+    return family_of_type(getattr(config, "model_type", None))
+
+
+def family_of_type(model_type: str | None) -> Family:
+    """The family of a `model_type` (as config.json names it); a clear error listing what is supported otherwise."""
     for family in FAMILIES:
         if model_type in family.model_types:
             return family

@@ -27,7 +27,7 @@ from layerpick._util.versions import library_versions
 from layerpick.core.calibration import check_field
 from layerpick.core.models import LoadOptions, peek_model_type, peek_num_layers, resolve_device
 from layerpick.core.pooling import check_pooling
-from layerpick.core.surgery import supported_model_types
+from layerpick.core.surgery import family_of_type
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.exporting import (
     ExportConfig,
@@ -100,14 +100,22 @@ def heal_model(
         return _heal(model, layer, output, config, load_options, work, callbacks, teacher_home or work)
 
 
-SUPPORTED = frozenset(supported_model_types())  # another architecture is refused as such once it loads
+def cuttable_layer_count(model: str, load_options: LoadOptions) -> int | None:
+    """The layer count of a model layerpick can cut, read from its config.json before any weights load; a model
+    whose config names another architecture is refused here, as it would be once loaded. None where no config is
+    at hand (a .gguf file, a hub id offline): checked once the model loads."""
+    model_type = peek_model_type(model, load_options)
+    if model_type is None:
+        return None
+    family_of_type(model_type)
+    return peek_num_layers(model, load_options)
 
 
 def check_request(model: str, layer: int | None, config: HealConfig, load_options: LoadOptions) -> None:
     """Every check that needs no weights: K, the settings, and the texts where no tokenizer is needed to count them."""
     if layer is None:
         raise HealError("give the layer to cut after (--layer K)")
-    num_layers = peek_num_layers(model, load_options) if peek_model_type(model, load_options) in SUPPORTED else None
+    num_layers = cuttable_layer_count(model, load_options)
     if layer < 1 or (num_layers is not None and layer >= num_layers):  # unknown L: checked once the model loads
         of = f" of this model's {num_layers}" if num_layers is not None else ""
         raise LayerRangeError(

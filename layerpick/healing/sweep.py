@@ -25,13 +25,13 @@ from layerpick._util.disk import tree_bytes
 from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick.core.layer_list import parse_layer_list
-from layerpick.core.models import LoadOptions, peek_num_layers
+from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerRangeError
 from layerpick.exporting import annotate_export, atomic_directory, check_not_own_source, check_output
 from layerpick.exporting.metadata import ExportMetadata
 from layerpick.healing import blocks as heal_blocks
 from layerpick.healing.config import HealConfig
-from layerpick.healing.job import HealError, check_request, heal_model, run_key
+from layerpick.healing.job import HealError, check_request, cuttable_layer_count, heal_model, run_key
 from layerpick.healing.result import HealReport
 from layerpick.healing.workspace import as_json, changed_settings, worth_keeping
 
@@ -128,7 +128,7 @@ def check_sweep(
 ) -> None:
     """A sweep's layers (against the model's count), line and blocks, checked without loading any weights;
     `prefix` names the options in errors as the command has them (run's `--heal-layers`, `--heal-max-loss`)."""
-    parse_layers(layers, peek_num_layers(model, load_options), option=f"--{prefix}layers")
+    parse_layers(layers, cuttable_layer_count(model, load_options), option=f"--{prefix}layers")
     check_max_loss(DEFAULT_MAX_LOSS if max_loss is None else max_loss, option=f"--{prefix}max-loss")
     check_sweep_blocks(blocks, option=f"--{prefix}blocks")
 
@@ -175,7 +175,7 @@ def heal_layers(
     the shallowest cut whose held-out cosine clears 1 - `max_loss` at `output` (`sweep` in its heal section)."""
     output = Path(output)
     max_loss = check_max_loss(DEFAULT_MAX_LOSS if max_loss is None else max_loss)
-    layers = parse_layers(layers, peek_num_layers(model, load_options))
+    layers = parse_layers(layers, cuttable_layer_count(model, load_options))
     check_sweep_blocks(config.blocks)
     check_request(model, layers[0], config, load_options)
     check_not_own_source(model, output)

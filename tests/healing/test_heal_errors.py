@@ -38,6 +38,20 @@ def test_layer_out_of_range(layerpick, tiny_dirs, tmp_path, heal_texts, layer, m
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("request_", [("--layer", 1), ("--layers", "1,2,3")], ids=["layer", "layers"])
+def test_an_architecture_layerpick_does_not_cut_is_refused_before_loading(
+    layerpick, tmp_path, heal_texts, request_, monkeypatch
+):
+    from tests.testkit.faults import t5_model
+
+    monkeypatch.setattr("layerpick.healing.job.build_cut", lambda *a: pytest.fail("the model was loaded"))
+    model = t5_model(tmp_path / "t5")  # one block: --layers 1,2,3 was "out of range" before the architecture
+    code, err = layerpick("heal", model, *request_, "--fit-texts", heal_texts, "-o", tmp_path / "out", "-q")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert err.startswith("layerpick: error: unsupported architecture 't5'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t5"]
+
+
 def test_too_few_texts(layerpick, tiny_dirs, tmp_path):
     texts = tmp_path / "few.txt"
     texts.write_text("\n".join(f"text number {i}" for i in range(60)), encoding="utf-8")
