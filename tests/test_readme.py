@@ -108,7 +108,7 @@ def test_the_walkthrough_blocks_succeed(tmp_path):
     run_in_order([block for block in runnable_blocks() if block[0] == BASH], tmp_path)
 
 
-@pytest.mark.slow
+@pytest.mark.full  # every verb on minilm-l6, a heal included: 47-60 s, the default tier's slowest test
 @pytest.mark.integration
 def test_the_python_api_blocks_succeed(tmp_path):
     """The Python blocks, in order: every verb on minilm-l6 (select, validate on a task folder, export, bench,

@@ -101,13 +101,12 @@ def heal_model(
 
 
 def cuttable_layer_count(model: str, load_options: LoadOptions) -> int | None:
-    """The layer count of a model layerpick can cut, read from its config.json before any weights load; a model
-    whose config names another architecture is refused here, as it would be once loaded. None where no config is
-    at hand (a .gguf file, a hub id offline): checked once the model loads."""
+    """The model's layer count, read from its config.json before any weights load; a model whose config names an
+    architecture layerpick does not cut is refused here, as it would be once loaded. None where no config is at
+    hand (a .gguf file, a hub id offline) or it states no count: checked once the model loads."""
     model_type = peek_model_type(model, load_options)
-    if model_type is None:
-        return None
-    family_of_type(model_type)
+    if model_type is not None:
+        family_of_type(model_type)
     return peek_num_layers(model, load_options)
 
 

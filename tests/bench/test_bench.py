@@ -201,7 +201,7 @@ def test_ratios_are_computed_from_the_measurements(result):
         assert row.memory_ratio is None and row.exported.peak_memory_bytes is None
 
 
-@pytest.mark.slow
+@pytest.mark.full  # memory probes in fresh processes (13-15 s), as the other probes of bench's memory
 def test_memory_is_measured_per_model_in_fresh_processes(cut_dir, monkeypatch):
     probes = []
 
