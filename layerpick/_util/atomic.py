@@ -117,7 +117,7 @@ def staging_directory(target: Path, needed: int | None = None) -> Iterator[Path]
     except Exception as error:
         _raise_as_disk_full(error, staging, target, needed)
         if isinstance(error, OSError) and _written_under(error, staging):  # name the user's path, not the staging one
-            from layerpick._util.outputs import OutputLocationError
+            from layerpick._util.output_errors import OutputLocationError
 
             raise OutputLocationError(f"cannot write {target}: {error.strerror or error}") from error
         raise

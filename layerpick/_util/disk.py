@@ -14,7 +14,7 @@ import errno
 import os
 from pathlib import Path
 
-from layerpick._util.outputs import OutputLocationError
+from layerpick._util.output_errors import OutputLocationError
 
 FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 FULL_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "os error 122")
@@ -40,12 +40,17 @@ class DiskFullError(OutputLocationError):
 def free_bytes(path: Path) -> int:
     """The bytes this process may still write on the file system holding `path` (or its nearest existing parent;
     root may use the blocks reserved for it)."""
+    stats = os.statvfs(nearest_existing(path))
+    blocks = stats.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else stats.f_bavail
+    return blocks * stats.f_frsize
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path` made absolute, or its nearest parent that exists (where a file written at `path` would land)."""
     path = Path(os.path.abspath(path))
     while not path.exists() and path != path.parent:
         path = path.parent
-    stats = os.statvfs(path)
-    blocks = stats.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else stats.f_bavail
-    return blocks * stats.f_frsize
+    return path
 
 
 def check_free(path: Path, needed: int) -> None:

@@ -82,7 +82,7 @@ def _acquire(lock_file: Path, option: str, path: Path) -> int:
 def _unwritable(error: OSError, option: str, path: Path) -> LayerpickError:
     """A lock file that could not be written, told as the output's problem (a full disk: DiskFullError)."""
     from layerpick._util.disk import FULL_ERRNOS, DiskFullError
-    from layerpick._util.outputs import OutputLocationError
+    from layerpick._util.output_errors import OutputLocationError
 
     if error.errno in FULL_ERRNOS:
         return DiskFullError(Path(path))

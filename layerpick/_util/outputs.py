@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from layerpick.errors import LayerpickError
+from layerpick._util.disk import DiskFullError, nearest_existing
+from layerpick._util.output_errors import OutputExistsError, OutputLocationError
 
 OUTPUT_ROOT = Path("layerpick-out")  # where the commands write when no --output is given
 
@@ -41,14 +42,6 @@ REASONS = {
     errno.ENOSPC: "is on a full disk",
     errno.EDQUOT: "is over its disk quota",
 }
-
-
-class OutputLocationError(LayerpickError):
-    """An output path layerpick cannot write: read-only, not permitted, or in the way of a file."""
-
-
-class OutputExistsError(LayerpickError):
-    """An output folder that already holds something layerpick may not replace (or not without --overwrite)."""
 
 
 def check_replaceable(
@@ -91,7 +84,7 @@ def check_output_location(path: Path, option: str | None = "--output", *, is_fil
             raise OutputLocationError(f"cannot write {label}: it exists and is not a directory")
         holder = path.parent if is_file else path
     else:
-        holder = _nearest_existing(path.parent)
+        holder = nearest_existing(path.parent)
         if not holder.is_dir():
             raise OutputLocationError(f"cannot write {label}: {holder} is a file, not a directory")
     _probe(holder, label, "it" if holder == path else str(holder), path)
@@ -109,13 +102,6 @@ def _check_links(path: Path, label: str) -> None:
             what = "loops (too many levels of symbolic links)" if error.errno == errno.ELOOP else "points nowhere"
             where = "it" if part == path else str(part)
             raise OutputLocationError(f"cannot write {label}: {where} is a symbolic link that {what}") from None
-
-
-def _nearest_existing(path: Path) -> Path:
-    path = Path(os.path.abspath(path))
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def _probe(folder: Path, label: str, where: str, path: Path) -> None:
@@ -139,8 +125,6 @@ def _probe(folder: Path, label: str, where: str, path: Path) -> None:
 def _refuse(error: OSError, label: str, where: str, path: Path) -> None:
     """The one-line error of a failed probe: a full disk as DiskFullError naming `path`."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        from layerpick._util.disk import DiskFullError  # disk builds on this module
-
         raise DiskFullError(path) from None
     reason = REASONS.get(error.errno, f"cannot be written ({error.strerror or error})")
     raise OutputLocationError(f"cannot write {label}: {where} {reason}") from None

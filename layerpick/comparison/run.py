@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from layerpick._util.outputs import OutputExistsError, check_output_location
+from layerpick._util.output_errors import OutputExistsError
+from layerpick._util.outputs import check_output_location
 from layerpick.comparison.inputs import Entry, load_entries, short_name
 from layerpick.comparison.result import ComparisonReport
 from layerpick.comparison.output import (

@@ -206,7 +206,8 @@ def test_run_bench_texts_cap_the_batch(tiny, tmp_path, capsys):
 def test_an_output_through_a_broken_symbolic_link_is_refused_before_any_work(target, tmp_path):
     """`Path.exists` is False for a link that loops and for one that points nowhere: both are named as what they
     are, for the link itself and for a path under it (issue 33, cause 9)."""
-    from layerpick._util.outputs import OutputLocationError, check_output_location, check_replaceable
+    from layerpick._util.output_errors import OutputLocationError
+    from layerpick._util.outputs import check_output_location, check_replaceable
 
     link = tmp_path / "link"
     link.symlink_to("link" if target == "itself" else tmp_path / "gone" / "deeper")

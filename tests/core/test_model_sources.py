@@ -18,7 +18,8 @@ import pytest
 from huggingface_hub import constants
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from layerpick._util.outputs import OutputLocationError, check_output_location
+from layerpick._util.output_errors import OutputLocationError
+from layerpick._util.outputs import check_output_location
 from layerpick.core import hub
 from layerpick.core.load_errors import file_problem, gguf_problem
 from layerpick.errors import ModelNotFoundError

@@ -33,7 +33,7 @@ from layerpick.exporting.model_card import (
     render_model_card,
     reproduce_command,
 )
-from layerpick._util.outputs import OutputExistsError
+from layerpick._util.output_errors import OutputExistsError
 from layerpick.exporting.st_layout import (
     POOLING_FLAGS,
     layout_problems,
