@@ -8,9 +8,11 @@ Standard library only (`http.server.ThreadingHTTPServer`), because the HTTP laye
 One request per connection (HTTP/1.0 semantics): every accepted connection is exactly one request in
 flight, which makes draining on shutdown exact. The listen backlog is long (`request_queue_size`), so a burst
 of connections waits its turn instead of being reset, and `accept_pending` lets a drain answer the
-connections the kernel has already accepted on the server's behalf before the socket is closed. The app
-(`layerpick.serving.server.EmbeddingServer`) supplies `config`, `health_response()` and
-`embeddings_response(body)`; each returns (status, JSON payload).
+connections the kernel has already accepted on the server's behalf before the socket is closed.
+
+The layer knows no app: whoever builds the server hands it its routes, each (method, path) -> a callback that
+takes the request body (empty for GET) and returns (status, JSON payload), and its two limits (the idle timeout
+and the largest body). `layerpick.serving.server.EmbeddingServer` hands it `/health` and `/v1/embeddings`.
 """
 
 from __future__ import annotations
@@ -18,17 +20,16 @@ from __future__ import annotations
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from typing import Callable
 from urllib.parse import urlsplit
 
 from layerpick._util.finite import strict_json_dumps
 from layerpick._util.numerals import is_ascii_number
 from layerpick.serving.protocol import ApiError
 
-if TYPE_CHECKING:
-    from layerpick.serving.server import EmbeddingServer
-
 logger = logging.getLogger(__name__)
+
+Answer = Callable[[bytes], "tuple[int, dict]"]  # the request body (b"" for GET) -> (status, JSON payload)
 
 
 class EmbeddingHandler(BaseHTTPRequestHandler):
@@ -36,7 +37,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
     def setup(self) -> None:
-        self.timeout = self.server.app.config.idle_timeout_s
+        self.timeout = self.server.idle_timeout_s
         super().setup()
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
@@ -52,18 +53,14 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:
-        app: EmbeddingServer = self.server.app
+        routes: dict[tuple[str, str], Answer] = self.server.routes
         path = urlsplit(self.path).path.rstrip("/") or "/"
-        routes = {
-            ("GET", "/health"): lambda: app.health_response(),
-            ("POST", "/v1/embeddings"): lambda: app.embeddings_response(self._read_body()),
-        }
         headers: dict[str, str] = {}
         try:
-            route = routes.get((method, path))
-            if route is None:
+            answer = routes.get((method, path))
+            if answer is None:
                 raise route_error(method, path, {p for _, p in routes})
-            status, payload = route()
+            status, payload = answer(self._read_body() if method == "POST" else b"")
         except ApiError as error:
             status, payload = error.status, error.payload()
             if error.retry_after_s is not None:
@@ -74,7 +71,7 @@ class EmbeddingHandler(BaseHTTPRequestHandler):
         self._send_json(status, payload, headers)
 
     def _read_body(self) -> bytes:
-        limit = self.server.app.config.max_body_bytes
+        limit = self.server.max_body_bytes
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             raise ApiError(411, "send the body with a Content-Length header (chunked bodies are not supported)")
         length = self.headers.get("Content-Length")
@@ -122,8 +119,15 @@ class EmbeddingHTTPServer(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 1024  # the listen backlog (the kernel caps it at net.core.somaxconn); the default is 5
 
-    def __init__(self, address: tuple[str, int], app: "EmbeddingServer"):
-        self.app = app
+    def __init__(
+        self,
+        address: tuple[str, int],
+        routes: dict[tuple[str, str], Answer],
+        *,
+        idle_timeout_s: float,
+        max_body_bytes: int,
+    ):
+        self.routes, self.idle_timeout_s, self.max_body_bytes = routes, idle_timeout_s, max_body_bytes
         self.in_flight = 0
         self.idle = threading.Condition()
         super().__init__(address, EmbeddingHandler)

@@ -116,7 +116,15 @@ class EmbeddingServer:
 
     def _bind(self) -> EmbeddingHTTPServer:
         try:
-            return EmbeddingHTTPServer((self.config.host, self.config.port), self)
+            return EmbeddingHTTPServer(
+                (self.config.host, self.config.port),
+                {
+                    ("GET", "/health"): lambda _: self.health_response(),
+                    ("POST", "/v1/embeddings"): self.embeddings_response,
+                },
+                idle_timeout_s=self.config.idle_timeout_s,
+                max_body_bytes=self.config.max_body_bytes,
+            )
         except OSError as error:
             address = f"{self.config.host}:{self.config.port}"
             raise ServeError(f"cannot listen on {address}: {error.strerror or error}") from None
