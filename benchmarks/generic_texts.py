@@ -1,6 +1,6 @@
 """The "generic" heal texts of benchmarks/results/heal.md: short texts sampled from classification train splits.
 
-    python benchmarks/generic_texts.py --data ../shared/data --count 20000 --seed 0 --output /tmp/generic.txt
+    python benchmarks/generic_texts.py --data ../shared/data --count 20000 --seed 0 --output $WORK/generic.txt
 
 Reads the `text` field of each task's train.jsonl (Banking77, Emotion and AmazonCounterfactual by default), drops
 empty and repeated texts, and writes a seeded sample of `--count` of them, one per line (newlines folded to spaces),

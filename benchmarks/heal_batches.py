@@ -2,7 +2,7 @@
 texts of similar length (`healing.batches`), side by side in one run, on the same texts, teacher vectors and seed.
 
     python benchmarks/heal_batches.py --model minilm-l6 --layer 3 --fit-texts ../shared/data/SciFact \
-        --max-texts 1000 --epochs 2 --work /tmp/heal-batches --output benchmarks/results/heal_batches.md
+        --max-texts 1000 --epochs 2 --work $WORK/heal-batches --output $WORK/heal_batches.md   # see results/heal.md
 
 A BEIR folder gives passages of the model's length and as many short sentences (`healing.texts`): drawn at random,
 nearly every batch of 64 holds a passage and is padded to its length. The heal is the product's `heal_model`; only

@@ -1,7 +1,7 @@
 """Healed cuts against the plain cut and the full model, on the CPU with MTEB's evaluators (issue 31, item 6).
 
     python benchmarks/heal_evidence.py --model minilm-l6 --layers 3 --healed LABEL=EXPORT_DIR ... \
-        --data ../shared/data --work /tmp/heal-evidence --output benchmarks/results/heal_evidence.md
+        --data ../shared/data --work $WORK/heal-evidence --output $WORK/heal_evidence.md   # rows: heal_runs.json
 
 For the model's layers K (plain cuts) and L (the full model), and for each healed export: the nine shared tasks,
 each subsampled to --max-rows test rows as `rule_evidence.py` does, symmetric; and SciFact on its full corpus,

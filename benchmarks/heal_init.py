@@ -2,7 +2,7 @@
 
     python benchmarks/heal_init.py --model minilm-l6 --runs "3:first 3:1,3,5 3:1,3,6 3:2,4,6" \
         --fit-texts ../shared/data/SciFact --max-texts 1000 --epochs 2 --scifact ../shared/data/SciFact \
-        --work /tmp/heal-init --output benchmarks/results/heal_init.md
+        --work $WORK/heal-init --output $WORK/heal_init.md   # summarised in benchmarks/results/heal.md
 
 Each run is `K:BLOCKS`: the cut at K healed by the product's `heal` with `--blocks BLOCKS` (`first`: the plain
 cut's blocks 1..K; `spread`; or the teacher's blocks, counted from 1), all on the same texts, schedule and seed (the

@@ -1,6 +1,6 @@
 """The heal's memory floor (`layerpick.healing.memory`) beside the peak RSS measured for the same heal.
 
-    python benchmarks/heal_memory.py --peaks peaks.tsv --output benchmarks/results/heal_memory.md
+    python benchmarks/heal_memory.py --peaks peaks.tsv --output $WORK/heal_memory.md   # its rows: heal_runs.json
 
 `peaks.tsv` holds one heal a line, tab-separated: a label, the peak RSS in kB (`/usr/bin/time -v`'s "Maximum
 resident set size" of that `layerpick heal` run), then the heal's own arguments (`MODEL --layer K [--fit-texts F]...

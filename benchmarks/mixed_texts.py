@@ -2,16 +2,16 @@
 as one text file.
 
     python benchmarks/mixed_texts.py --model minilm-l6 --corpus ../shared/data/SciFact --passages 2000 \
-        --generic /tmp/generic.txt --count 2000 --seed 0 --output /tmp/mixed.txt
+        --generic $WORK/generic.txt --count 2000 --seed 0 --output $WORK/mixed.txt
     python benchmarks/mixed_texts.py --model minilm-l6 --corpus ../shared/data/SciFact --passages 2000 \
-        --sentences 2000 --seed 0 --output /tmp/mixed-sentences.txt
+        --sentences 2000 --seed 0 --output $WORK/mixed-sentences.txt
 
 The corpus is split into passages of the model's length exactly as `layerpick heal --fit-texts FOLDER` splits it
 (`healing.texts.corpus_passages`, the model's tokenizer and max_seq_length). A seeded sample of `--passages` of
 them, of `--count` lines of `--generic` (made by generic_texts.py) and of `--sentences` sentences of the corpus's
 documents (`healing.texts.corpus_sentences`, as a heal on the folder takes them beside its passages) is written
 shuffled, one per line (newlines folded to spaces), for `layerpick heal --fit-texts`. Measures whether a heal on
-long and short texts together keeps both retrieval and the short-text tasks (benchmarks/results/heal_spread.md);
+long and short texts together keeps both retrieval and the short-text tasks (benchmarks/results/heal.md);
 the corpus's sentences are short texts a user has without any other source.
 """
 

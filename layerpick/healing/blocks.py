@@ -7,7 +7,7 @@ blocks either way (the same size and speed); only its starting weights differ, a
 per-block fields (Gemma 3's sliding or full attention), which follow the blocks placed.
 
 On minilm-l6, with the same texts and schedule, `spread` heals far better than `first`
-(`benchmarks/results/heal_init.md`): the default.
+(`benchmarks/results/heal.md`, "Why the cut starts from spread blocks"): the default.
 """
 
 from __future__ import annotations

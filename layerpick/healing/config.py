@@ -26,7 +26,7 @@ class HealConfig:
     field: str | None = None  # the text's field in JSONL fit texts (None: `text`)
     pooling: str | None = None  # how the cut (and a raw model's teacher at layer L) pools; None: as export does
     # The measured heals' schedule (benchmarks/results/heal.md: minilm-l6 at K = 3 from the first blocks kept 90%
-    # of its SciFact nDCG@10 after 10 epochs and 86% after 5; heal_init.md: from spread blocks, 93% after 2).
+    # of its SciFact nDCG@10 after 10 epochs and 86% after 5; from spread blocks, 93% after 2).
     epochs: int = 10
     learning_rate: float = 2e-4
     batch_size: int = 64

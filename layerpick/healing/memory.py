@@ -7,7 +7,7 @@ weights, dropout masks), which grow with the batch; the gradients and Adam's two
 weight. The sum is a floor of what training adds to the process: the backward pass's transient buffers, the
 teacher's pass, the trainer's dataset and the allocator's slack come on top: measured on seventeen heals of
 minilm-l6 and all-mpnet-base-v2, 0.5-2.8 GB beyond small floors and up to two thirds of a floor on texts of
-many lengths (`benchmarks/results/heal_memory.md`), so the headroom kept is a base plus a share of the floor. A
+many lengths (`benchmarks/results/heal.md`, Memory), so the headroom kept is a base plus a share of the floor. A
 heal whose floor is above the memory the device has free is refused, naming the batch size that would fit with
 that headroom; one whose floor leaves less than the headroom free is warned about.
 """
@@ -28,7 +28,7 @@ PROBE_BATCH = 2
 CANDIDATES = 32  # the longest texts by characters whose tokens are counted to find the longest in tokens
 OPTIMIZER_BYTES = 12  # per trained float32 weight: its gradient and Adam's two moments
 GB = 1e9
-# What training took beyond its floor in heal_memory.md: at most 2.8 GB beyond floors under 3.5 GB, and up to two
+# What training took beyond its floor (heal.md, Memory): at most 2.8 GB beyond floors under 3.5 GB, and up to two
 # thirds of the floor on SciFact's sentences (all-mpnet-base-v2 at K = 8: 5.3 GB beyond 8.7). The room a suggested
 # batch leaves, and below which a heal is warned about, is HEADROOM_BASE plus HEADROOM_SHARE of the floor, which
 # covers every measured heal.

@@ -40,8 +40,8 @@ logger = logging.getLogger(__name__)
 # benchmarks/results/heal.md: minilm-l6 healed 10 epochs on SciFact's passages at K = 2, 3, 4 reached a held-out
 # cosine of 0.822, 0.841 and 0.858 and kept 88%, 90% and 93% of the full model's SciFact nDCG@10 (the plain cut at
 # K = 3: 0.198 and 12%). The line through them reaches the 95% near 0.875-0.88: a loss of 0.12 from the
-# teacher's 1.0. From spread blocks (heal_init.md, 2 epochs) the same line holds: 0.767 -> 86%, 0.837 -> 93%,
-# 0.897 -> 99%, 0.927 -> 98%; and 0.910 -> 97% after 3 epochs on 4,000 passages (heal_spread.md). One model and
+# teacher's 1.0. From spread blocks (2 epochs on 900 passages) the same line holds: 0.767 -> 86%, 0.837 -> 93%,
+# 0.897 -> 99%, 0.927 -> 98%; and 0.910 -> 97% after 3 epochs on 4,000 passages (same page). One model and
 # one task: a default to revisit.
 DEFAULT_MAX_LOSS = 0.12
 SETTINGS_FILE = "sweep.json"

@@ -27,13 +27,13 @@ MIN_HELD_OUT = 50  # held-out texts below which the 10-neighbour fidelity says l
 MIN_TRAIN = 50
 MIN_TEXTS = MIN_HELD_OUT + MIN_TRAIN
 # minilm-l6 at 3 of 6 layers, started from spread blocks, kept 93% of its SciFact nDCG@10 healed 2 epochs on 900
-# passages of the corpus (heal_init.md) and 97% healed 3 epochs on 4,000 (heal_spread.md); heal.md: 56-58% healed
+# passages of the corpus and 97% healed 3 epochs on 4,000; 56-58% healed (benchmarks/results/heal.md, every heal)
 # from the first blocks on 18,000 generic short texts. Between 900 and 4,000 passages is not measured.
 ENOUGH_TEXTS = 2000
 CORPUS_FILE = "corpus.jsonl"
 # A corpus's sentences beside its passages: minilm-l6 healed at 3 of 6 layers on 2,000 SciFact passages and 2,000
 # of the corpus's sentences kept 96.2% of its nine-task mean (97.7% of SciFact as a query encoder), against 95.5%
-# (96.1%) from 4,000 passages (heal_spread.md): short texts of the same domain, at the same cost.
+# (96.1%) from 4,000 passages (heal.md#which-corpus-texts-passages-and-sentences): short texts of the same domain.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 MIN_SENTENCE_WORDS = 4
 

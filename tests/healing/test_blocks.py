@@ -20,7 +20,7 @@ from layerpick.healing.render import describe_blocks
 @pytest.mark.parametrize(
     ("k", "num_layers", "expected"),
     [
-        (3, 6, (1, 3, 6)),  # minilm-l6 at K = 3: the layout measured in heal_init.md
+        (3, 6, (1, 3, 6)),  # minilm-l6 at K = 3: the layout measured in heal.md
         (1, 6, (6,)),
         (2, 6, (1, 6)),
         (4, 6, (1, 2, 4, 6)),
