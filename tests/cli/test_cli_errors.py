@@ -1,19 +1,23 @@
-"""Bad input through the real `layerpick` entry point: one clear line, exit code 1, no traceback."""
+"""Bad input on the command line: one clear line, exit code 1, no traceback. Run in this process through the
+entry point's `run` (`tests.testkit.cli.invoke`); the first test runs the installed script, so the same holds for
+a child process."""
 
 import subprocess
 
 import pytest
 
-from tests.testkit.cli import LAYERPICK, assert_one_line_error
+from tests.testkit.cli import LAYERPICK, assert_one_line_error, invoke
 
 pytestmark = pytest.mark.slow
 
 
-def run(*args):
-    return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=300)
+def run(*args, env=None):
+    return invoke(*args, env=env)
 
 
 def test_missing_model_path():
+    done = subprocess.run([LAYERPICK, "collect", "./no/such/model", "-q"], capture_output=True, text=True, timeout=300)
+    assert_one_line_error(done, "model path not found")
     assert_one_line_error(run("collect", "./no/such/model", "-q"), "model path not found")
 
 
@@ -79,10 +83,7 @@ def test_usage_error_is_exit_2():
 
 
 def test_debug_variable_shows_traceback():
-    import os
-
-    env = {**os.environ, "LAYERPICK_DEBUG": "1"}
-    result = subprocess.run([LAYERPICK, "collect", "smollm9", "-q"], capture_output=True, text=True, env=env)
+    result = run("collect", "smollm9", "-q", env={"LAYERPICK_DEBUG": "1"})
     assert result.returncode != 0 and "Traceback" in result.stderr
 
 
