@@ -4,6 +4,9 @@ or a tokenizer changed in place give a new key and the stages run again instead 
 Cheap on purpose (it runs before every `run`): for a local folder or file, every file's relative name, size and
 modification time, and the bytes of the small files (configs, tokenizers); for a registry alias, its package's
 installed version; for a hub id, nothing more (its `--revision` is in the load options that the keys hold).
+
+`texts_fingerprint` is the same for a text source (a file or a task folder), from every byte: texts are read whole
+anyway, and a file rewritten with the same size and time (a copy that keeps times, a checkout) is other texts.
 """
 
 from __future__ import annotations
@@ -33,6 +36,23 @@ def model_fingerprint(model: str) -> str:
     else:
         digest.update(model.encode())
     return digest.hexdigest()[:16]
+
+
+def texts_fingerprint(source: str | None) -> str | None:
+    """The sha256 of a text source's content: a file's bytes, or a folder's files' names and bytes (hidden files
+    left out); None for the embedded set (None) or what is not a file or folder (a stream, which is not re-read)."""
+    if source is None:
+        return None
+    path = Path(source).expanduser()
+    if not (path.is_file() or path.is_dir()):
+        return None
+    digest = hashlib.sha256()
+    for name, file in _files(path):
+        digest.update(f"{name}\0{file.stat().st_size}\0".encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def _files(path: Path) -> list[tuple[str, Path]]:

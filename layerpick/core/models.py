@@ -4,7 +4,8 @@ The model is the bare `*Model` (no LM head), in eval mode, with gradients off. G
 by transformers once and cached as safetensors (see `gguf_cache`), so later loads take seconds. The options
 are checked before anything is read (`LoadOptions.check`: dtype, and that the device exists here); a hub id
 is settled by `hub` (cache or one quick request, never minutes of retries); a broken file is named by
-`load_errors`; a sentence-transformers source brings its own pipeline (`st_source`), which export and
+`load_errors`; a tokenizer that is not the model's vocabulary (its files left out) is refused by
+`vocabulary`; a sentence-transformers source brings its own pipeline (`st_source`), which export and
 validation follow. With `device_map` (and `max_memory`) accelerate spreads the model over GPUs, the CPU and the
 disk; `execution_device` says where a module of such a model computes.
 """
@@ -31,6 +32,7 @@ from layerpick.core.st_source import (
     lowercase_tokenizer,
     read_pipeline,
 )
+from layerpick.core.vocabulary import check_vocabulary
 from layerpick.errors import DeviceUnavailableError, LayerpickError, LayerRangeError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
@@ -120,6 +122,7 @@ def load_model(name_or_path: str, options: LoadOptions = LoadOptions()) -> Loade
     with loading(_files_of(source, path), allow_pickle=options.allow_pickle):
         model = _load_weights(path, options, from_gguf=bool(source.gguf_file), local_only=local_only)
         tokenizer = load_tokenizer(path, options, local_only=local_only)
+    check_vocabulary(tokenizer, model, path)
     family = surgery.family_for(model)
     pipeline = _pipeline(source, tokenizer, family, notes)
     return LoadedModel(model, tokenizer, name_or_path, path, options.revision, family, notes, pipeline)

@@ -2,8 +2,9 @@
 
 Owns: what they say (the source model and revision, K of L, how K was chosen, the representation and
 pooling, library versions, notes, the parity result, the validation table and speed-up when known; for a
-static export, what the table is and its cosine to the cut it was distilled from) and the exact command that
-reproduces the export. Pure rendering from `ExportFacts`; nothing here touches a model.
+static export, what the table is and its cosine to the cut it was distilled from; for a healed export, the blocks
+it kept, its texts' source and sha256, its fidelity) and the exact command that reproduces the export (a healed
+export's: the heal's). Pure rendering from `ExportFacts`; nothing here touches a model.
 """
 
 from __future__ import annotations
@@ -247,15 +248,17 @@ def _heal(facts: ExportFacts) -> str:
         return ""
     texts, before, after = heal.get("texts", {}), heal["before"], heal["after"]
     epochs = heal.get("training", {}).get("epochs")
+    kept = describe_kept(facts.layer, facts.num_layers, _healed_from(facts), noun=" layers")
     return (
         "## Healed\n\n"
-        f"After the cut, the {facts.layer} layers kept were trained by `layerpick heal` to reproduce "
+        f"After the cut, the {kept} were trained by `layerpick heal` to reproduce "
         f"{heal.get('teacher', {}).get('description', 'the full model')} on {texts.get('count')} unlabelled texts "
-        f"({texts.get('source')}), {epochs} epoch{'' if epochs == 1 else 's'}: its vectors are no longer "
-        "layer K's (the parity below was measured on the plain cut of the first K blocks, before healing). On "
-        f"{after.get('texts')} held-out texts, mean cosine to the teacher {before['cosine']:.4f} -> "
-        f"{after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours {before['knn_overlap']:.4f} -> "
-        f"{after['knn_overlap']:.4f}.\n"
+        f"({texts.get('source')}, sha256 `{texts.get('sha256')}`), {epochs} epoch{'' if epochs == 1 else 's'}: "
+        "its vectors are no longer layer K's (the parity below was measured on the plain cut of the first K "
+        f"blocks, before healing). On {after.get('texts')} held-out texts, mean cosine to the teacher "
+        f"{before['cosine']:.4f} -> {after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours "
+        f"{before['knn_overlap']:.4f} -> {after['knn_overlap']:.4f}. The Reproduce section below is the heal's "
+        "command.\n"
     )
 
 
@@ -348,10 +351,31 @@ def _cosine_words(edges: dict[str, Any]) -> str:
 
 
 def _removed(facts: ExportFacts) -> str:
+    """Which blocks the cut lacks: the last ones, or for a cut healed from other blocks of its teacher (`heal
+    --blocks spread`, counted from 1) those between the ones kept."""
+    kept = _healed_from(facts)
+    if kept:
+        removed = [block for block in range(1, facts.num_layers + 1) if block not in kept]
+        return f"{_blocks(removed)} {'is' if len(removed) == 1 else 'are'} removed ({_blocks(kept)} kept)"
     dropped = facts.num_layers - facts.layer
     if dropped == 0:
         return "no block is removed"
     return "the last block is removed" if dropped == 1 else f"the last {dropped} blocks are removed"
+
+
+def _healed_from(facts: ExportFacts) -> list[int] | None:
+    """The teacher's blocks a healed cut started from, when they are not its first K; else None."""
+    blocks = (facts.heal or {}).get("teacher", {}).get("blocks")
+    if not blocks or list(blocks) == list(range(1, facts.layer + 1)):
+        return None
+    return [int(block) for block in blocks]
+
+
+def _blocks(numbers: list[int]) -> str:
+    """`block 4`, `blocks 2 and 5`, `blocks 2, 4 and 5`."""
+    words = [str(number) for number in numbers]
+    listed = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return f"block{'' if len(words) == 1 else 's'} {listed}"
 
 
 def _short_name(model: str) -> str:
@@ -435,7 +459,7 @@ def _speed(facts: ExportFacts) -> str:
 def _details(facts: ExportFacts) -> str:
     rows = [
         ("source", f"`{facts.model}`" + (f" (revision {facts.revision})" if facts.revision else "")),
-        ("layers kept", f"{facts.layer} of {facts.num_layers}"),
+        ("layers kept", describe_kept(facts.layer, facts.num_layers, _healed_from(facts))),
         ("representation", facts.representation),
         ("pooling", facts.pooling),
         ("prompt", f"`{facts.prompt['template']}` ({facts.prompt['name']})" if facts.prompt else "none (plain text)"),
@@ -628,8 +652,8 @@ def annotate_export(
         document = dataclasses.replace(document, validation=validation)
     if speedup is not None:
         document = dataclasses.replace(document, speedup=speedup)
-    if heal is not None:
-        document = dataclasses.replace(document, heal=heal)
+    if heal is not None:  # the heal's command remakes a healed export (the cut's export went into its work folder)
+        document = dataclasses.replace(document, heal=heal, command=str(heal.get("command") or document.command))
     facts = facts_from_metadata(document)
     write_json_atomic(path, document.to_json())
     write_text_atomic(Path(directory) / CARD_FILE, render_model_card(facts))

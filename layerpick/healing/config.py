@@ -1,11 +1,20 @@
 """The settings of one heal (`HealConfig`): which texts, how long and how fast the cut is trained, what is held
-back to measure its fidelity."""
+back to measure its fidelity; the range of each number (`HealConfig.check_numbers`), checked before any work."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from layerpick.errors import LayerpickError
+
 LOSSES = ("cosine+mse", "mse", "cosine")
+MAX_LEARNING_RATE = 1.0  # AdamW moves each weight by about the rate per step: above 1, any model diverges
+MAX_SEED = 2**32 - 1  # numpy's seeds (the trainer seeds numpy, Python and torch with it)
+
+
+class HealError(LayerpickError):
+    """A heal request that cannot be carried out."""
 
 
 @dataclass(frozen=True)
@@ -41,3 +50,26 @@ class HealConfig:
     checkpoint_minutes: float = 30.0
     overwrite: bool = False
     progress: bool = True
+
+    def check_numbers(self, prefix: str = "") -> None:
+        """Every number's range, before any work (`prefix` names the options as the command has them, `heal-`)."""
+
+        def name(option: str) -> str:
+            return f"--{prefix}{option}"
+
+        for option, value in (("epochs", self.epochs), ("batch-size", self.batch_size)):
+            if value < 1:
+                raise HealError(f"{name(option)} must be at least 1 (got {value})")
+        if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= MAX_LEARNING_RATE):
+            raise HealError(
+                f"{name('learning-rate')} must be above 0 and at most {MAX_LEARNING_RATE:g} (AdamW's step; the "
+                f"default is {HealConfig.learning_rate:g}), not {self.learning_rate:g}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise HealError(f"{name('seed')} must be between 0 and {MAX_SEED} (got {self.seed})")
+        if not 0 < self.held_out < 1:  # NaN too
+            raise HealError(f"{name('held-out')} must be between 0 and 1 (got {self.held_out:g})")
+        if self.max_texts is not None and self.max_texts < 1:
+            raise HealError(f"{name('max-texts')} must be at least 1 (got {self.max_texts})")
+        if not (math.isfinite(self.checkpoint_minutes) and self.checkpoint_minutes >= 0):
+            raise HealError(f"{name('checkpoint-minutes')} must be 0 or more, not {self.checkpoint_minutes:g}")

@@ -1,8 +1,9 @@
 """Heal a cut: the model exported at layer K exactly as `layerpick export` makes it, trained on unlabelled texts to
 reproduce its teacher's sentence vectors, written as an ordinary export with a `heal` section in its layerpick.json.
 
-Owns the order of the steps and the checks around them: the request checked before anything loads (K, the
-texts' settings, the output), the work folder that makes a run resumable (`workspace`), the fidelity before and
+Owns the order of the steps and the checks around them: the request checked before anything loads (K, every
+number's range, the texts' settings, the output), the training's outcome before anything is written
+(`outcome`), the work folder that makes a run resumable (`workspace`), the fidelity before and
 after on the held-out texts, and the healed export moved into place whole (export's atomic folder) only after it
 reloads with sentence-transformers and gives the trained vectors.
 """
@@ -25,6 +26,7 @@ from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import check_field
+from layerpick.core.fingerprint import model_fingerprint, texts_fingerprint
 from layerpick.core.models import LoadOptions, peek_model_type, peek_num_layers, resolve_device
 from layerpick.core.pooling import check_pooling
 from layerpick.core.surgery import family_of_type
@@ -43,8 +45,9 @@ from layerpick.healing import memory
 from layerpick.healing import teacher as teachers
 from layerpick.healing import texts as heal_texts
 from layerpick.healing import workspace
-from layerpick.healing.config import LOSSES, HealConfig
+from layerpick.healing.config import LOSSES, HealConfig, HealError
 from layerpick.healing.fidelity import fidelity
+from layerpick.healing.outcome import HealOutcomeError, check_fidelity
 from layerpick.healing.result import HealReport
 from layerpick.healing.train import default_prompt, train, uses_bf16
 
@@ -69,10 +72,6 @@ HEAL_SETTINGS = (
     "max_texts",
     "loss",
 )
-
-
-class HealError(LayerpickError):
-    """A heal request that cannot be carried out."""
 
 
 def heal_model(
@@ -125,10 +124,7 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
         check_pooling(config.pooling)
     if config.loss not in LOSSES:
         raise HealError(f"unknown loss {config.loss!r}; choose one of {', '.join(LOSSES)}")
-    if config.epochs < 1 or config.batch_size < 1 or not config.learning_rate > 0:
-        raise HealError("--epochs and --batch-size must be at least 1 and --learning-rate above 0")
-    if not config.checkpoint_minutes >= 0:  # NaN too
-        raise HealError(f"--checkpoint-minutes must be 0 or more, not {config.checkpoint_minutes:g}")
+    config.check_numbers()
     load_options.check()
     if load_options.dtype != "float32" or load_options.device_map:
         raise HealError("heal trains float32 weights on one device (bf16 autocast on a GPU): drop --dtype/--device-map")
@@ -150,13 +146,19 @@ def check_request(model: str, layer: int | None, config: HealConfig, load_option
 
 
 def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOptions) -> dict[str, Any]:
-    """The settings a kept work folder must match to be resumed."""
+    """The settings a kept work folder must match to be resumed, and the content of what it was made from: the
+    model's (the fingerprint `run` keys its stages on) and each fit text source's (sha256), so that weights or texts
+    changed in place at the same path start the work over rather than resume a cut, teacher vectors and
+    checkpoints of the old ones."""
+    sources = heal_texts.sources(config.fit_texts)
     return {
         "model": same_place(model),
         "layer": layer,
         **{name: getattr(config, name) for name in HEAL_SETTINGS},
-        "fit_texts": [same_place(source) for source in heal_texts.sources(config.fit_texts)],  # a list, as JSON
+        "fit_texts": [same_place(source) for source in sources],  # a list, as JSON
         "load": _same_device(load_options).cli_flags(),
+        "model_content": model_fingerprint(model),
+        "texts_content": [texts_fingerprint(source) for source in sources],
     }
 
 
@@ -220,6 +222,11 @@ def _heal(
     outcome = train(student, texts.train, train_vectors, work, config, device, callbacks)
     healed = teachers.encode(student, texts.held_out)
     after = fidelity(healed, held_vectors)
+    try:
+        check_fidelity(before, after, config)
+    except HealOutcomeError:  # resuming its checkpoints would give the same model
+        workspace.reset_training(work)
+        raise
     report = HealReport(
         output=str(output),
         model=model,

@@ -56,4 +56,8 @@ def render_sweep(sweep: HealSweep) -> None:
             f"  {heal.layer:<3} {heal.layer}/{heal.num_layers:<6} {heal.before.cosine:.4f} -> {heal.after.cosine:.4f}"
             f"         {heal.before.knn_overlap:.4f} -> {heal.after.knn_overlap:.4f}{mark}"
         )
+    for layer in sweep.not_healed:
+        console.print(
+            f"  {layer:<3} {layer}/{sweep.report.num_layers:<6} not healed: K = {sweep.chosen} cleared the line"
+        )
     render_heal(dataclasses.replace(sweep.report, output=sweep.output))

@@ -3,10 +3,12 @@ held-out fidelity to the teacher, and the shallowest one whose fidelity clears a
 
 Owns the rule (`choose`: the smallest K whose held-out mean cosine to the teacher is within `max_loss` of the
 teacher's own 1.0, as `--max-loss` on task scores is within that much of the best), its default and the evidence
-for it, and the sweep's work folder (`.NAME.heal-sweep` beside the output: one healed export per K, reused by a
-later run with the same settings, so that another `--max-loss` costs no training, and the teacher's vectors of the
-texts, computed once for every K; removed once the chosen cut is in place, kept when no cut clears the line or the
-run stops).
+for it, the order (the cuts healed shallowest first, stopping at the first that clears the line: the deeper ones
+are said in the log and recorded as not healed, and a later run with a stricter line heals them), and the sweep's
+work folder (`.NAME.heal-sweep` beside the output: one healed export per K, reused by a
+later run with the same settings and the same model and texts (their content, not their paths), so that another
+`--max-loss` costs no training, and the teacher's vectors of the texts, computed once for every K; removed once the
+chosen cut is in place, kept when no cut clears the line or the run stops).
 """
 
 from __future__ import annotations
@@ -50,12 +52,19 @@ SETTINGS_FILE = "sweep.json"
 @dataclass(frozen=True)
 class HealSweep:
     """Cuts healed at `layers` on the same texts (`heals`, ascending K) and the one chosen (`chosen`, written at
-    `output`) by the shallowest held-out cosine within `max_loss` of 1.0."""
+    `output`) by the shallowest held-out cosine within `max_loss` of 1.0; `not_healed`, the deeper layers asked for
+    that were not healed because a shallower cut cleared the line first."""
 
     output: str
     max_loss: float
     chosen: int
     heals: tuple[HealReport, ...]
+    not_healed: tuple[int, ...] = ()
+
+    @property
+    def layers(self) -> list[int]:
+        """Every layer the sweep was asked for, healed or not."""
+        return sorted({*(heal.layer for heal in self.heals), *self.not_healed})
 
     @property
     def threshold(self) -> float:
@@ -76,11 +85,12 @@ class HealSweep:
                 {"layer": h.layer, "before": dataclasses.asdict(h.before), "after": dataclasses.asdict(h.after)}
                 for h in self.heals
             ],
+            "not_healed": list(self.not_healed),  # deeper than the first cut that cleared the line
         }
 
     def heal_section(self) -> dict[str, Any]:
         """The chosen export's heal section: its heal, with the sweep's output, command and every K's fidelity."""
-        command = sweep_command(self.report.command, [h.layer for h in self.heals], Path(self.output), self.max_loss)
+        command = sweep_command(self.report.command, self.layers, Path(self.output), self.max_loss)
         return {**self.report.to_json(), "output": self.output, "command": command, "sweep": self.to_json()}
 
 
@@ -186,15 +196,43 @@ def heal_layers(
         sweep_folder(output, sweep_key(model, config, load_options)) as folder,
         said_once(logging.getLogger("layerpick.healing.texts")),
     ):
-        heals = tuple(
-            _heal_one(model, k, folder, config, load_options, callbacks, i, len(layers)) for i, k in enumerate(layers)
-        )
+        heals = _heal_until_clear(model, layers, folder, config, load_options, callbacks, max_loss)
         chosen = choose(heals, max_loss)
         if chosen is None:
             raise NoCutClears(heals, max_loss, folder)
-        sweep = HealSweep(str(output), max_loss, chosen, heals)
+        sweep = HealSweep(str(output), max_loss, chosen, heals, tuple(layers[len(heals) :]))
         _publish(folder / layer_folder(chosen), output, sweep, config.overwrite)
     return sweep
+
+
+def _heal_until_clear(
+    model: str,
+    layers: Sequence[int],
+    folder: Path,
+    config: HealConfig,
+    load_options: LoadOptions,
+    callbacks: Sequence[Any],
+    max_loss: float,
+) -> tuple[HealReport, ...]:
+    """The heals of `layers`, shallowest first, up to the first whose held-out cosine clears the line: a deeper cut
+    would not be chosen, so it is not trained (said in the log; a stricter line later heals it)."""
+    heals: list[HealReport] = []
+    for index, layer in enumerate(layers):
+        heals.append(_heal_one(model, layer, folder, config, load_options, callbacks, index, len(layers)))
+        if choose(heals[-1:], max_loss) is not None:
+            rest = layers[index + 1 :]
+            if rest:
+                logger.warning(
+                    "K = %d clears the line (held-out cosine %.4f >= %g): the deeper cut%s %s %s not healed",
+                    layer,
+                    heals[-1].after.cosine,
+                    1.0 - max_loss,
+                    "s" if len(rest) > 1 else "",
+                    ", ".join(map(str, rest)),
+                    "are" if len(rest) > 1 else "is",
+                )
+            break
+    return tuple(heals)
 
 
 class NoCutClears(HealError):

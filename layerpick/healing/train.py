@@ -2,6 +2,9 @@
 train texts, a checkpoint in the work folder after each epoch and every `checkpoint_minutes` of training within one,
 resumed from the last one after an interrupt (mid-epoch too: the trainer skips the batches already trained on).
 
+A non-finite loss stops the training (`outcome.finite_losses`); a full disk while a checkpoint is written is the
+one line naming the checkpoints' folder (`_util.disk`).
+
 The same code runs on a CPU and on a GPU: the trainer places the model; on a CUDA device that supports it, bf16
 mixed precision is on (the weights stay float32).
 """
@@ -18,9 +21,12 @@ from typing import Any, Sequence
 
 import torch
 
+from layerpick._util.disk import DiskFullError, is_disk_full, nearly_full
+from layerpick.errors import LayerpickError
 from layerpick.healing.config import HealConfig
 from layerpick.healing.loss import make_loss
-from layerpick.healing.workspace import CHECKPOINTS, last_checkpoint
+from layerpick.healing.outcome import HealOutcomeError, finite_losses
+from layerpick.healing.workspace import CHECKPOINTS, last_checkpoint, reset_training
 
 logger = logging.getLogger(__name__)
 
@@ -83,19 +89,36 @@ def train(
         args=training_arguments(checkpoints, config, device, bf16, default_prompt(student), group_lengths),
         train_dataset=dataset,
         loss=make_loss(config.loss, student),
-        callbacks=[timed_checkpoints(config.checkpoint_minutes), *callbacks],
+        callbacks=[timed_checkpoints(config.checkpoint_minutes), finite_losses(config), *callbacks],
     )
     quieten(trainer)
     last = last_checkpoint(work)
     resumed = _epoch_of(last) if last else None
     if last:
         logger.info("resuming from %s (epoch %s)", last, resumed)
-    trainer.train(resume_from_checkpoint=str(last) if last else None)
+    try:
+        trainer.train(resume_from_checkpoint=str(last) if last else None)
+    except HealOutcomeError:  # diverged: resuming its checkpoints would diverge the same way
+        reset_training(work)
+        raise
+    except Exception as error:  # noqa: BLE001 - re-raised: as a full disk when it was one, else as it is
+        _raise_if_disk_full(error, checkpoints)
+        raise
     # with bf16 on, accelerate left an autocast wrapper on the model's forward: encode in float32 from here on
     trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
     losses = epoch_losses(trainer.state.log_history)
     student.eval()
     return TrainOutcome(trainer.state.global_step, losses, resumed, bf16)
+
+
+def _raise_if_disk_full(error: Exception, checkpoints: Path) -> None:
+    """A checkpoint cut short by a full disk, as the documented one line naming the checkpoints' folder: torch's
+    writer says only "file write failed" (no errno), so the file system is asked too, before the partial checkpoint
+    is removed (`workspace.last_checkpoint` removes it when the run resumes)."""
+    if isinstance(error, LayerpickError):
+        return
+    if is_disk_full(error) or (checkpoints.exists() and nearly_full(checkpoints)):
+        raise DiskFullError(checkpoints) from error
 
 
 def epoch_losses(log_history: Sequence[dict[str, Any]]) -> tuple[dict[str, float], ...]:
@@ -187,6 +210,7 @@ def training_arguments(
         save_total_limit=1,
         logging_strategy="steps",  # each step's loss, averaged per epoch by `epoch_losses`
         logging_steps=1,
+        logging_nan_inf_filter=False,  # a non-finite step's loss logged as it is, for `outcome.finite_losses`
         report_to="none",
         use_cpu=not device.startswith("cuda"),
         bf16=bf16,

@@ -93,13 +93,23 @@ def reset_training(work: Path) -> None:
     shutil.rmtree(work / CHECKPOINTS, ignore_errors=True)
 
 
+# What a run key's content entries compared, said when they differ (`job.run_key` writes them).
+CONTENT_WORDS = {
+    "model_content": "the model's files changed: their names, sizes, modification times or small files' bytes, "
+    "compared as `run` compares them",
+    "texts_content": "the fit texts' bytes changed: another sha256",
+}
+
+
 def changed_settings(kept: Any, key: dict[str, Any]) -> str:
-    """Which of `key`'s settings differ from those `kept` (a run key read back, or None), for the user."""
+    """Which of `key`'s settings differ from those `kept` (a run key read back, or None), for the user; a content
+    entry says what was compared."""
     if not isinstance(kept, dict):
         return "unreadable"
     new = as_json(key)
     names = sorted(name for name in {*kept, *new} if kept.get(name) != new.get(name))
-    return ", ".join(names) or "none"
+    said = [f"{name}: {CONTENT_WORDS[name]}" if name in CONTENT_WORDS else name for name in names]
+    return ", ".join(said) or "none"
 
 
 def as_json(key: dict[str, Any]) -> Any:

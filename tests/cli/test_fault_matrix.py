@@ -58,6 +58,7 @@ HEAL = "--layer 2 --output {ws}/healed -q"
 VALIDATE = "--tasks {sts} --layers 1 --output {ws}/v --store {store} -q"
 RUN = "--limit 12 --metrics dime --no-bench --output {ws}/r -q"
 STATIC = "export {random} --layer 2 --output {ws}/cut --format static"  # checked before the weights are read
+LR = "--learning-rate must be above 0 and at most 1 (AdamW's step; the default is 0.0002), "
 
 ROWS: list[Row] = [
     *model_fault_rows("select", SELECT),
@@ -159,6 +160,30 @@ ROWS: list[Row] = [
     Row("heal", "blocks-count", "heal {random} -k 2 --blocks 1,2,4 -o {ws}/h", USER, ["name 2 different blocks"]),
     Row("heal", "blocks-in-sweep", "heal {random} --layers 2,3 --blocks 1,4 -o {ws}/h", USER, ["a sweep takes"]),
     Row("heal", "max-loss-1", "heal {random} --layers 2 --max-loss 1 -o {ws}/h", USER, ["0 <= X < 1"]),
+    # every number's range and finiteness, checked before the ({random}) weights are read (issue 51)
+    Row("heal", "max-loss-nan", "heal {random} --layers 2 --max-loss nan -o {ws}/h", USER, ["0 <= X < 1 (got nan)"]),
+    Row("heal", "epochs-0", "heal {random} -k 2 --epochs 0 -o {ws}/h", USER, ["--epochs must be at least 1 (got 0)"]),
+    Row(
+        "heal", "batch-size-0", "heal {random} -k 2 --batch-size 0 -o {ws}/h", USER, ["--batch-size must be at least 1"]
+    ),
+    Row("heal", "learning-rate-0", "heal {random} -k 2 --learning-rate 0 -o {ws}/h", USER, [LR + "not 0"]),
+    Row("heal", "learning-rate-inf", "heal {random} -k 2 --learning-rate inf -o {ws}/h", USER, [LR + "not inf"]),
+    Row("heal", "learning-rate-nan", "heal {random} -k 2 --learning-rate nan -o {ws}/h", USER, [LR + "not nan"]),
+    Row("heal", "learning-rate-typo", "heal {random} -k 2 --learning-rate 2e4 -o {ws}/h", USER, [LR + "not 20000"]),
+    Row("heal", "seed-negative", "heal {random} -k 2 --seed -1 -o {ws}/h", USER, ["--seed must be between 0 and"]),
+    Row("heal", "seed-too-big", "heal {random} -k 2 --seed 4294967296 -o {ws}/h", USER, ["--seed must be between"]),
+    Row(
+        "heal", "held-out-1", "heal {random} -k 2 --held-out 1 -o {ws}/h", USER, ["--held-out must be between 0 and 1"]
+    ),
+    Row("heal", "held-out-nan", "heal {random} -k 2 --held-out nan -o {ws}/h", USER, ["--held-out must be between"]),
+    Row("heal", "max-texts-0", "heal {random} -k 2 --max-texts 0 -o {ws}/h", USER, ["--max-texts must be at least 1"]),
+    Row(
+        "heal",
+        "checkpoint-minutes-inf",
+        "heal {random} -k 2 --checkpoint-minutes inf -o {ws}/h",
+        USER,
+        ["--checkpoint-minutes must be 0 or more, not inf"],
+    ),
     Row(
         "export",
         "transform-auto-with-layer",

@@ -96,7 +96,7 @@ def test_a_foreign_output_is_not_replaced(layerpick, tiny_dirs, tmp_path, heal_t
         ("--pooling", "median", "median"),
         ("--loss", "kl", "unknown loss 'kl'"),
         ("--held-out", "0", "--held-out must be between 0 and 1"),
-        ("--epochs", "0", "--epochs and --batch-size must be at least 1"),
+        ("--epochs", "0", "--epochs must be at least 1 (got 0)"),
         ("--checkpoint-minutes", "-1", "--checkpoint-minutes must be 0 or more, not -1"),
         ("--dtype", "bfloat16", "heal trains float32 weights"),
     ],

@@ -1,6 +1,6 @@
-"""Choosing K without labels (`layerpick heal --layers`): several cuts healed on the same texts, the shallowest
-whose held-out cosine to the teacher clears 1 - max_loss written at the output, the others kept only when no cut
-clears the line, so that another --max-loss reuses them."""
+"""Choosing K without labels (`layerpick heal --layers`): several cuts healed on the same texts, shallowest first
+up to the first whose held-out cosine to the teacher clears 1 - max_loss, written at the output (the deeper ones
+not healed), the heals kept only when no cut clears the line, so that another --max-loss reuses them."""
 
 from __future__ import annotations
 
@@ -57,20 +57,39 @@ def quick(tiny_config):
     return dataclasses.replace(tiny_config, epochs=1)
 
 
-def test_the_shallowest_clearing_cut_is_written_with_every_k_in_its_heal(tiny_embedder, quick, tmp_path, caplog):
+def test_the_first_clearing_cut_is_written_and_the_deeper_ones_are_not_healed(
+    tiny_embedder, quick, tmp_path, caplog, monkeypatch
+):
+    """Healed shallowest first, the sweep stops at the first K that clears the line: the deeper cuts are said in the
+    log and recorded as not healed, and the command that makes the sweep again names every layer asked for."""
+    healed = []
+    real_heal = sweep.heal_model
+    monkeypatch.setattr(
+        sweep, "heal_model", lambda model, layer, *a, **k: healed.append(layer) or real_heal(model, layer, *a, **k)
+    )
     output = tmp_path / "healed"
-    with caplog.at_level(logging.WARNING, logger="layerpick.healing.texts"):
-        result = sweep.heal_layers(str(tiny_embedder), "1,2", output, quick, max_loss=0.99)
-    assert caplog.text.count("healing has been measured to work") == 1  # the same texts: warned of once
-    assert result.chosen == 1 and [h.layer for h in result.heals] == [1, 2]
+    with caplog.at_level(logging.WARNING, logger="layerpick.healing"):
+        result = sweep.heal_layers(str(tiny_embedder), "1,2,3", output, quick, max_loss=0.99)
+    assert healed == [1] and result.chosen == 1 and [h.layer for h in result.heals] == [1]
+    assert result.not_healed == (2, 3) and "the deeper cuts 2, 3 are not healed" in caplog.text
     heal = read_metadata(output).heal
     assert heal["layer"] == 1 and heal["output"] == str(output)
-    assert [row["layer"] for row in heal["sweep"]["layers"]] == [1, 2]
+    assert [row["layer"] for row in heal["sweep"]["layers"]] == [1] and heal["sweep"]["not_healed"] == [2, 3]
     assert heal["sweep"]["chosen"] == 1 and heal["sweep"]["max_loss"] == 0.99
-    assert "--layers 1,2" in heal["command"] and "--max-loss 0.99" in heal["command"]
+    assert "--layers 1,2,3" in heal["command"] and "--max-loss 0.99" in heal["command"]
+    assert read_metadata(output).command == heal["command"]  # the export's own command is the sweep's
     assert json.loads(json.dumps(result.heal_section())) == heal  # what `heal --layers --json` prints
     assert not (tmp_path / ".healed.heal-sweep").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["healed"]
+
+    stricter = (1.0 - result.report.after.cosine) / 2  # K = 1 (healed again the same way) misses it
+    try:  # K = 2 clears this line or not: healed either way
+        sweep.heal_layers(
+            str(tiny_embedder), "1,2", output, dataclasses.replace(quick, overwrite=True), max_loss=stricter
+        )
+    except sweep.NoCutClears:
+        pass
+    assert healed == [1, 1, 2]
 
 
 def test_the_teacher_encodes_the_texts_once_for_every_k(tiny_embedder, quick, tmp_path, monkeypatch):
@@ -84,8 +103,10 @@ def test_the_teacher_encodes_the_texts_once_for_every_k(tiny_embedder, quick, tm
         return real_encode(encoder, texts, *rest)
 
     monkeypatch.setattr(teacher, "encode", counted)
-    result = sweep.heal_layers(str(tiny_embedder), [1, 2], tmp_path / "healed", quick, max_loss=0.99)
-    assert [h.layer for h in result.heals] == [1, 2]
+    with pytest.raises(sweep.NoCutClears):  # no cut clears a loss of 0: both are healed
+        sweep.heal_layers(str(tiny_embedder), [1, 2], tmp_path / "healed", quick, max_loss=0.0)
+    kept = tmp_path / ".healed.heal-sweep"
+    assert (kept / "layer-1").is_dir() and (kept / "layer-2").is_dir()
     assert sizes.count(TEXTS) == 1
 
 
@@ -99,7 +120,7 @@ def test_an_interrupted_sweep_keeps_a_raw_models_teacher_and_its_vectors(tiny_di
     assert (kept / "teacher-vectors.safetensors").is_file() and (kept / "teacher" / "layerpick.json").is_file()
     with caplog.at_level(logging.INFO, logger="layerpick.healing.teacher"):
         result = sweep.heal_layers(str(tiny_dirs("llama")), [1, 2], output, quick, max_loss=0.99)
-    assert caplog.text.count("teacher vectors read from") == 2  # neither cut encoded the texts again
+    assert caplog.text.count("teacher vectors read from") == 1  # K = 1 (which clears) did not encode them again
     assert result.report.teacher["kind"] == "full-depth" and not kept.exists()
 
 
@@ -116,6 +137,7 @@ def test_no_cut_clearing_keeps_the_heals_and_another_line_reuses_them(tiny_embed
     monkeypatch.setattr(sweep, "heal_model", no_training)
     result = sweep.heal_layers(str(tiny_embedder), [1, LAYERS - 1], output, quick, max_loss=0.99)
     assert result.chosen == 1 and read_metadata(output).heal["sweep"]["chosen"] == 1
+    assert [h.layer for h in result.heals] == [1] and result.not_healed == (LAYERS - 1,)
     assert not kept.exists()
 
 

@@ -60,6 +60,12 @@ MODEL_FAULTS = (  # a broken or wrong model: every model-loading command refuses
     Fault("not-gguf", "{notgguf}", USER, ["model.gguf", "not a GGUF file"]),
     Fault("broken-tokenizer", "{badtok}", USER, ["tokenizer.json is not valid JSON"]),
     Fault("broken-config", "{badconfig}", USER, ["config.json is not valid JSON"]),
+    Fault(  # a BERT whose tokenizer.json and vocab.txt were left out: a 5-token tokenizer, every word [UNK]
+        "missing-vocabulary",
+        "{novocab}",
+        USER,
+        ["its tokenizer has 5 tokens for the model's 320 embedding rows", "vocab.txt, tokenizer.json are missing"],
+    ),
     Fault("missing-path", "./no/such/model", USER, ["model path not found"]),
     Fault("alias-typo", "minilm-l7", USER, ["unknown model alias 'minilm-l7'", "did you mean 'minilm-l6'"]),
     Fault("hub-typo-offline", "minilm/l6", USER, ["'minilm/l6'", "HF_HUB_OFFLINE", "did you mean 'minilm-l6'"]),
@@ -243,6 +249,7 @@ def build_fixtures(tiny: Path, root: Path) -> dict[str, str]:
         "t5": t5_model(root / "t5"),
         "pickle": pickle_model(root / "pickle"),
         "zerotok": zero_token_model(root / "zt"),
+        "novocab": no_vocabulary_model(root / "novocab"),
     }
     paths["notgguf"] = write(root / "gguf" / "model.gguf", b"this is not a GGUF file\n")
     paths["blank"] = write(root / "blank.txt", b"\n\n")
@@ -320,6 +327,22 @@ def zero_token_model(folder: Path) -> Path:
     tokenizer.backend_tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=False)
     make_model("llama").save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    return folder
+
+
+def no_vocabulary_model(folder: Path) -> Path:
+    """A tiny BERT with a WordPiece tokenizer whose vocabulary files (tokenizer.json, vocab.txt) were left out: what
+    is left (tokenizer_config.json) loads as a tokenizer of the 5 special tokens that reads every word as [UNK]."""
+    from transformers import BertTokenizer
+
+    from tests.testkit.tiny import TRAINING_TEXT
+
+    make_model("bert").save_pretrained(folder)
+    words = sorted({word for text in TRAINING_TEXT for word in text.replace(",", " ").split()})
+    vocabulary = write(folder / "words.txt", "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]).encode())
+    BertTokenizer(vocab_file=str(vocabulary)).save_pretrained(folder)
+    for name in ("words.txt", "vocab.txt", "tokenizer.json"):
+        (folder / name).unlink(missing_ok=True)
     return folder
 
 
