@@ -27,7 +27,8 @@ from layerpick.errors import (
     UnsupportedArchitectureError,
 )
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import ExportError, ParityError, export_model
+from layerpick.exporting.errors import ExportError, ParityError
+from layerpick.exporting.job import export_model
 from layerpick.exporting.model_card import (
     ExportFacts,
     render_model_card,
@@ -353,22 +354,23 @@ def test_failure_midway_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_parity_failure_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.exporting.job as export
+    import layerpick.exporting.parity as parity
 
-    real = export._reference
+    real = parity.reference_embeddings
     # 1e-3: well above the float32 parity tolerance (1e-5 of max(1, |value|)), so parity must fail
-    monkeypatch.setattr(export, "_reference", lambda *a, **k: real(*a, **k) + 1e-3)
+    monkeypatch.setattr(parity, "reference_embeddings", lambda *a, **k: real(*a, **k) + 1e-3)
     with pytest.raises(ParityError, match="parity failed"):
         export_model(str(tiny_dir("llama")), 2, tmp_path / "out", ExportConfig(progress=False))
     assert leftovers(tmp_path) == []
 
 
 def test_overwrite_keeps_the_old_export_when_the_new_one_fails(tiny_dir, tmp_path, monkeypatch):
-    import layerpick.exporting.job as export
+    import layerpick.exporting.parity as parity
 
     source, out = tiny_dir("llama"), tmp_path / "out"
     export_model(str(source), 1, out, ExportConfig(progress=False))
-    monkeypatch.setattr(export, "_reference", lambda *a, **k: torch.zeros(len(export.DEFAULT_PARITY_TEXTS), 32) + 5)
+    fake = torch.zeros(len(parity.DEFAULT_PARITY_TEXTS), 32) + 5
+    monkeypatch.setattr(parity, "reference_embeddings", lambda *a, **k: fake)
     with pytest.raises(ParityError):
         export_model(str(source), 2, out, ExportConfig(overwrite=True, progress=False))
     assert json.loads((out / "layerpick.json").read_text())["layer"] == 1
@@ -487,7 +489,10 @@ def unknown_family_dir(tmp_path):
 
 @pytest.mark.slow
 def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
-    """Through the installed `layerpick` script: exit code 1, one line on stderr, no output left behind."""
+    """Exit code 1, one line on stderr, no output left behind: each case through the entry point's `run` in this
+    process, and the first through the installed `layerpick` script too."""
+    from tests.testkit.cli import invoke
+
     source = tiny_dir("llama")
     report = tmp_path / "report.json"
     report.write_text(json.dumps(make_report(source, model="other/model")))
@@ -513,14 +518,6 @@ def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
             str(tmp_path / "o7"),
         ],
     }
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("LAYERPICK_DEBUG", None)
-    runs = {
-        name: subprocess.Popen(
-            [str(ENTRY_POINT), "export", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        for name, args in cases.items()
-    }
     expected = {
         "range": "out of range",
         "report": "is for model",
@@ -530,13 +527,18 @@ def test_entry_point_bad_input(tiny_dir, unknown_family_dir, tmp_path):
         "placeholder": "exactly one {text}",
         "room": "no room for text",
     }
-    for name, run in runs.items():
-        _, stderr = run.communicate(timeout=120)
-        assert run.returncode == 1, (name, stderr)
-        lines = stderr.strip().splitlines()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    env.pop("LAYERPICK_DEBUG", None)
+    script = subprocess.run(
+        [str(ENTRY_POINT), "export", *cases["range"]], capture_output=True, text=True, env=env, timeout=120
+    )
+    runs = {name: invoke("export", *args) for name, args in cases.items()}
+    for name, run in [("range", script), *runs.items()]:
+        assert run.returncode == 1, (name, run.stderr)
+        lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("layerpick: error:") and expected[name] in lines[0], (
             name,
-            stderr,
+            run.stderr,
         )
     assert sorted(leftovers(tmp_path)) == ["existing", "opt", "report.json"]
     assert (existing / "keep.txt").read_text() == "keep"

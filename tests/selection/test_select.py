@@ -1,9 +1,8 @@
-"""select end to end: library on tiny models, the CLI through its real entry point, bad input."""
+"""select end to end: library on tiny models, the CLI (in this process through the entry point's `run`; in a
+child process where the process's own stdout is what is checked), bad input."""
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,8 @@ from layerpick.selection.config import SelectConfig
 from layerpick.selection.job import run_select
 from layerpick.selection.scoring import ScoringConfig
 from tests.testkit.calibration import QUIET, calibration_file
+from tests.testkit.cli import LAYERPICK, invoke
 from tests.testkit.tiny import save_tiny
-
-LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 
 
 def test_report_has_every_metric_for_every_layer(tiny_dirs, tmp_path):
@@ -82,22 +80,29 @@ def test_non_finite_states_name_the_layer(tmp_path):
         collect(loaded, ["a text here", "another one"], QUIET)
 
 
-def run_cli(*args, cwd=None):
-    return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+def run_cli(*args, env=None):
+    return invoke(*args, env=env)
 
 
 @pytest.mark.slow
 def test_cli_json_prints_only_the_report(tiny_dirs, tmp_path):
+    """A child process: nothing but the report reaches the process's stdout (a library printing there would)."""
     out = tmp_path / "out"
-    result = run_cli(
-        "select",
-        str(tiny_dirs("bert")),
-        "--calibration",
-        calibration_file(tmp_path),
-        "--json",
-        "--output",
-        str(out),
-        "--quiet",
+    result = subprocess.run(
+        [
+            LAYERPICK,
+            "select",
+            str(tiny_dirs("bert")),
+            "--calibration",
+            calibration_file(tmp_path),
+            "--json",
+            "--output",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -258,28 +263,19 @@ def test_cli_bad_prompt(tiny_dirs, tmp_path, args, message):
 
 
 @pytest.mark.slow
-def test_prompt_from_the_environment(tiny_dirs, tmp_path, monkeypatch):
-    import os
-
+def test_prompt_from_the_environment(tiny_dirs, tmp_path):
     out = tmp_path / "o"
-    env = {**os.environ, "LAYERPICK_PROMPT": "eol"}
-    result = subprocess.run(
-        [
-            LAYERPICK,
-            "select",
-            str(tiny_dirs("llama")),
-            "--calibration",
-            calibration_file(tmp_path),
-            "--output",
-            str(out),
-            "--metrics",
-            "infonce",
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    result = run_cli(
+        "select",
+        str(tiny_dirs("llama")),
+        "--calibration",
+        calibration_file(tmp_path),
+        "--output",
+        str(out),
+        "--metrics",
+        "infonce",
+        "-q",
+        env={"LAYERPICK_PROMPT": "eol"},
     )
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "report.json").read_text())["prompt"]["name"] == "eol"
