@@ -19,7 +19,7 @@ import pytest
 
 from layerpick._util import interrupt
 from layerpick.cli import app as cli_app
-from tests.testkit.cli import LAYERPICK
+from tests.testkit.cli import invoke
 from tests.testkit.launch import launch
 from tests.testkit.tasks import sts_folder
 
@@ -258,13 +258,7 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     model = str(tiny_dirs("llama"))
     base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--no-bench", "--output", str(out), "-q"]
     a = launch(tmp_path, "layerpick.exporting.job:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
-    b = subprocess.run(
-        [LAYERPICK, *base, "--rule", "max-lidar"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **QUIET},
-        timeout=300,
-    )
+    b = invoke(*base, "--rule", "max-lidar", env=QUIET)  # in this test's process: another process than A's
     assert b.returncode == 1, b.stderr
     assert f"--output {out} is being written by process {a.process.pid}" in one_error_line(b.stderr)
     a.release()
@@ -272,13 +266,7 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     assert code == 0, err
     report = json.loads((out / "select" / "report.json").read_text())
     assert report["rule"].startswith("min-dime")
-    again = subprocess.run(
-        [LAYERPICK, *base, "--rule", "min-dime", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **QUIET},
-        timeout=300,
-    )
+    again = invoke(*base, "--rule", "min-dime", "--json", env=QUIET)
     assert again.returncode == 0, again.stderr
     stages = json.loads(again.stdout)["stages"]
     assert all(stage["reused"] for stage in stages.values()), stages
