@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -22,7 +23,7 @@ from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.render import announcer, render_run, run_summary
 from layerpick._util.filenames import RUN_REPORT_PAGE
-from layerpick.workflow.config import RunConfig
+from layerpick.workflow.config import NONE, RunConfig
 
 
 @opt.with_load_options
@@ -66,11 +67,21 @@ def run(
     ] = default(BenchConfig, "memory"),
     threads: opt.Threads = default(BenchConfig, "threads"),
     heal_layers: Annotated[
-        Optional[str],
+        str,
         typer.Option(
             "--heal-layers",
-            help="Export a healed cut instead of a plain one (a trained embedder): heal these cuts (e.g. 2,3,4, or "
-            "all) on --fit-texts (else --calibration) and keep the shallowest close enough to the full model.",
+            help="Export a healed cut instead of a plain one: heal these cuts (e.g. 2,3,4, or all) on --fit-texts "
+            "(else --calibration) and keep the shallowest close enough to the full model. auto: where select "
+            "keeps the last layer of a trained embedder, the cuts at half and three quarters of its depth; "
+            "none: never heal.",
+        ),
+    ] = "auto",
+    heal_minutes: Annotated[
+        Optional[float],
+        typer.Option(
+            "--heal-minutes",
+            help=f"Fit the heal's texts and epochs to about this many minutes for the first cut on this machine "
+            f"(default {default(RunConfig, 'heal_minutes'):g}; with --heal-epochs alone: every text, those epochs).",
         ),
     ] = None,
     heal_max_loss: Annotated[
@@ -118,6 +129,7 @@ def run(
         bench=bench_config if bench else None,
         select=selection,
         heal=heal_config(heal_layers, heal_max_loss, heal_epochs, heal_blocks),
+        heal_minutes=heal_budget(heal_minutes, heal_epochs),
     )
     target = output or model_output_dir(name) / "run"
     interrupt.final_output(target / RUN_REPORT_PAGE)  # the last file the run writes
@@ -132,11 +144,16 @@ def run(
         raise LayerpickError(f"{len(failures)} validation task(s) failed ({', '.join(failures)}); see {files[0]}")
 
 
-def heal_config(
-    layers: str | None, max_loss: float | None, epochs: int | None, blocks: str | None
-) -> HealConfig | None:
-    """run's heal options as a HealConfig (None without any of them); unset ones keep heal's defaults."""
-    given = {"layers": layers, "max_loss": max_loss, "epochs": epochs, "blocks": blocks}
-    if all(value is None for value in given.values()):
+def heal_config(layers: str, max_loss: float | None, epochs: int | None, blocks: str | None) -> HealConfig | None:
+    """run's heal options as a HealConfig (None for `--heal-layers none`); unset ones keep run's defaults."""
+    if layers == NONE:
         return None
-    return HealConfig(**{name: value for name, value in given.items() if value is not None})
+    given = {"layers": layers, "max_loss": max_loss, "epochs": epochs, "blocks": blocks}
+    return dataclasses.replace(default(RunConfig, "heal"), **{k: v for k, v in given.items() if v is not None})
+
+
+def heal_budget(minutes: float | None, epochs: int | None) -> float | None:
+    """`--heal-minutes`, else run's default budget unless `--heal-epochs` asks for its epochs over every text."""
+    if minutes is not None or epochs is not None:
+        return minutes
+    return default(RunConfig, "heal_minutes")

@@ -7,16 +7,18 @@ CLI's defaults are written, and the `layerpick run` line parses back to the same
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layerpick._util.filenames import REPORT_FILE
 from layerpick.benchmark.config import BenchConfig
-from layerpick.healing.config import HealConfig
 from layerpick.selection.config import SelectConfig
-from layerpick.workflow.run import RunConfig, RunResult
+from layerpick.workflow.config import RunConfig
+
+if TYPE_CHECKING:
+    from layerpick.workflow.run import RunResult
 
 
-def reproduce_commands(result: RunResult) -> list[str]:
+def reproduce_commands(result: "RunResult") -> list[str]:
     """`layerpick run ...`, then select, validate (with tasks), export and bench as separate commands."""
     model, out, config = result.model, result.output, result.config
     load = result.load_options.cli_flags()
@@ -58,7 +60,8 @@ def reproduce_commands(result: RunResult) -> list[str]:
                 *load,
             ]
         )
-    lines = [shlex.join(words) for words in commands] + [result.export.command]
+    export = result.export.heal["command"] if result.export.is_healed else result.export.command
+    lines = [shlex.join(words) for words in commands] + [export]
     if result.bench is not None and config.bench is not None:
         lines.append(shlex.join(["layerpick", "bench", str(result.export_dir), *_bench_flags(config.bench)]))
     return lines
@@ -76,6 +79,8 @@ def select_flags(select: SelectConfig) -> list[str]:
     pairs = [
         ("--calibration", select.calibration, default.calibration),
         ("--field", select.field, default.field),
+        ("--fit-texts", select.fit_texts, default.fit_texts),
+        ("--transform", select.transform, default.transform),
         ("--limit", select.limit, default.limit),
         ("--metrics", select.metrics, default.metrics),
         ("--rule", select.rule, default.rule),
@@ -116,13 +121,16 @@ def _normalize_flags(config: RunConfig) -> list[str]:
 def _heal_flags(config: RunConfig) -> list[str]:
     """run's own heal options (the heal's other settings are in the healed export's command, the next line)."""
     if config.heal is None:
-        return []
-    flags = ["--heal-layers", str(config.heal.layers)]
+        return ["--heal-layers", "none"]
+    default = RunConfig()
+    flags = [] if config.heal.layers == default.heal.layers else ["--heal-layers", str(config.heal.layers)]
     if config.heal.max_loss is not None:
         flags += ["--heal-max-loss", f"{config.heal.max_loss:g}"]
-    if config.heal.epochs != HealConfig().epochs:
+    if config.heal.epochs != default.heal.epochs or config.heal_minutes is None:
         flags += ["--heal-epochs", str(config.heal.epochs)]
-    if config.heal.blocks != HealConfig().blocks:
+    if config.heal_minutes is not None and config.heal_minutes != default.heal_minutes:
+        flags += ["--heal-minutes", f"{config.heal_minutes:g}"]
+    if config.heal.blocks != default.heal.blocks:
         flags += ["--heal-blocks", config.heal.blocks]
     return flags
 

@@ -10,7 +10,11 @@ from pathlib import Path
 from layerpick.benchmark.config import BenchConfig
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.healing.config import HealConfig
+from layerpick.healing.plan import DEFAULT_EPOCHS, DEFAULT_MINUTES
 from layerpick.selection.config import SelectConfig
+
+
+AUTO, NONE = "auto", "none"  # `--heal-layers`: heal a trained embedder whose last layer select keeps; never heal
 
 
 @dataclass(frozen=True)
@@ -28,4 +32,7 @@ class RunConfig:
     choice: ChoiceOptions = ChoiceOptions()  # the rule's pick, or a layer chosen from the validation
     force: bool = False
     static_exports: tuple[Path, ...] = ()  # static exports validated beside the layers (`--static`; needs tasks)
-    heal: HealConfig | None = None  # `--heal-layers`: DIR/model is a heal's (`workflow.heal_stage`), not a plain cut
+    # `--heal-layers`: DIR/model is a heal's (`workflow.heal_stage`), not a plain cut. `auto` (the default) heals
+    # where select keeps the last layer of a trained embedder; None (`none`) never heals.
+    heal: HealConfig | None = HealConfig(layers=AUTO, epochs=DEFAULT_EPOCHS)
+    heal_minutes: float | None = DEFAULT_MINUTES  # the first cut's texts and epochs fitted to it (None: as given)

@@ -1,11 +1,12 @@
-"""`run --heal-layers`: run's export stage made by `layerpick heal` instead of a plain cut (for a trained
-embedder, whose plain cuts collapse): the cuts at the given layers healed on run's texts and the shallowest whose
-held-out fidelity to the full model clears the line written as DIR/model, an ordinary export the bench stage
-times like any other.
+"""run's export stage made by `layerpick heal` instead of a plain cut (for a trained embedder, whose plain cuts
+collapse): the cuts at the given layers healed on run's texts and the shallowest whose held-out fidelity to the full
+model clears the line written as DIR/model, an ordinary export the bench stage times like any other.
 
-Owns which texts the heal reads (the heal's own, else run's `--fit-texts`, else `--calibration`, else the
-embedded set, with `--field`), what the export stage's key adds for it (the heal's settings and its texts'
-content), and the checks made before the first stage.
+Owns when run heals (`--heal-layers auto`, the default: when select keeps the last layer of a trained embedder,
+at `plan.default_cuts`; a list: always; `none`: never), which texts the heal reads (the heal's own, else run's
+`--fit-texts`, else `--calibration`, else the embedded set, with `--field`), the plan said before any training
+(`healing.plan`: texts and epochs fitted to `--heal-minutes`, kept in DIR/heal-plan.json so that a resumed run
+heals the same texts), what the export stage's key adds for it, and the checks made before the first stage.
 """
 
 from __future__ import annotations
@@ -14,17 +15,27 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import logging
+import math
+
+from layerpick._util.atomic import write_json_atomic
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.fingerprint import model_fingerprint
-from layerpick.core.models import LoadOptions
-from layerpick.errors import LayerpickError
+from layerpick.core.models import LoadOptions, peek_is_embedder
+from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.exporting.metadata import ExportMetadata
+from layerpick.healing.plan import HealPlan, default_cuts
+from layerpick.workflow.config import AUTO
 
 if TYPE_CHECKING:
     from layerpick.healing.config import HealConfig
+    from layerpick.selection.result import SelectReport
     from layerpick.workflow.run import RunConfig
 
+logger = logging.getLogger(__name__)
+
 SWEEP_FOLDER = ".model.heal-sweep"  # beside DIR/model: the heals a later run resumes or reuses
+PLAN_FILE = "heal-plan.json"  # beside DIR/model: the texts and epochs a resumed run heals with
 
 
 def heal_settings(config: "RunConfig", progress: bool) -> "HealConfig":
@@ -62,6 +73,13 @@ def check_heal(model: str, config: "RunConfig") -> None:
     """Before the first stage: a heal chooses the exported layer itself, from layers the model has."""
     if config.heal is None:
         return
+    minutes = config.heal_minutes
+    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
+        raise LayerpickError(f"--heal-minutes must be a positive number of minutes (got {minutes:g})")
+    if config.heal.layers == AUTO:
+        if config.heal.epochs < 1:
+            raise LayerpickError(f"--heal-epochs must be at least 1 (got {config.heal.epochs})")
+        return
     if config.choice.validated:
         raise LayerpickError(
             "--heal-layers chooses the exported layer by healed fidelity; drop --choose validated / --max-loss"
@@ -77,9 +95,86 @@ def check_heal(model: str, config: "RunConfig") -> None:
     )
 
 
-def heal_export(model: str, load_options: LoadOptions, config: "RunConfig", output: Path, progress: bool):
-    """Heal into DIR/model (resuming or reusing the heals a stopped run kept) and read its layerpick.json."""
+def resolve(model: str, config: "RunConfig", select: "SelectReport", load_options: LoadOptions) -> "HealConfig | None":
+    """The heal the export stage runs, its layers named, or None for a plain cut. `auto` heals where select kept
+    the last layer of a trained embedder (its plain cuts collapse) and no validated choice was asked for."""
+    heal = config.heal
+    if heal is None or heal.layers != AUTO:
+        return heal
+    if config.choice.validated or select.selected_layer < select.num_layers or select.num_layers < 2:
+        return None
+    if not peek_is_embedder(model, load_options):
+        return None
+    return dataclasses.replace(heal, layers=",".join(map(str, default_cuts(select.num_layers))))
+
+
+def heal_export(
+    model: str,
+    load_options: LoadOptions,
+    config: "RunConfig",
+    heal: "HealConfig",
+    select: "SelectReport",
+    output: Path,
+    key: str,
+    progress: bool,
+):
+    """Say the plan, heal into DIR/model (resuming or reusing the heals a stopped run kept), read its layerpick.json."""
     from layerpick.healing import heal_or_sweep
 
-    heal_or_sweep(model, None, output / "model", heal_settings(config, progress), load_options=load_options)
+    settings = heal_settings(dataclasses.replace(config, heal=heal), progress)
+    if not peek_is_embedder(model, load_options):  # a raw model's teacher is its own export: no probe yet
+        logger.warning(
+            "heal: the cuts at %s of %s, %d epochs (no time estimate for a raw model's heal yet)",
+            heal.layers,
+            select.num_layers,
+            heal.epochs,
+        )
+        heal_or_sweep(model, None, output / "model", settings, load_options=load_options)
+        return ExportMetadata.read(output / "model" / METADATA_FILE)
+    plan = planned(model, settings, config.heal_minutes, select, output / PLAN_FILE, key, load_options)
+    logger.warning(plan.line())
+    fitted = {"epochs": plan.epochs, "max_texts": plan.texts if plan.texts < plan.available else None}
+    heal_or_sweep(model, None, output / "model", dataclasses.replace(settings, **fitted), load_options=load_options)
     return ExportMetadata.read(output / "model" / METADATA_FILE)
+
+
+def planned(
+    model: str,
+    heal: "HealConfig",
+    budget: float | None,
+    select: "SelectReport",
+    path: Path,
+    key: str,
+    load_options: LoadOptions,
+) -> HealPlan:
+    """The plan kept for this export key (a resumed run heals the same texts), or a new one from a speed probe."""
+    from layerpick.healing.sweep import parse_layers
+
+    try:
+        kept = HealPlan.read(path)
+        if kept.extra.get("key") == key:
+            return kept
+    except ReportFormatError:
+        pass
+    from layerpick.core.models import resolve_device
+    from layerpick.healing.plan import probe_plan
+
+    if heal.fit_texts is None:
+        logger.warning(
+            "no --fit-texts: healing on the embedded calibration set (general English sentences); the texts of the "
+            "corpus the model will serve heal it far better (--fit-texts FILE or a BEIR folder)"
+        )
+    layers = parse_layers(heal.layers, select.num_layers, option="--heal-layers")
+    device = resolve_device(load_options.device)
+    plan = probe_plan(heal, budget, select.model_path or model, select.num_layers, device, layers)
+    plan = dataclasses.replace(plan, extra={**plan.extra, "key": key})
+    write_json_atomic(path, plan.to_json())
+    return plan
+
+
+def read_plan(output: Path) -> HealPlan | None:
+    """The plan a run's heal was made with (None when there is none, or it cannot be read)."""
+    try:
+        return HealPlan.read(output / PLAN_FILE)
+    except ReportFormatError:
+        return None

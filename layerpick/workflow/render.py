@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 from rich.console import Console
 
 from layerpick._util.formatting import number
+from layerpick.workflow import heal_report
 
 if TYPE_CHECKING:
     from layerpick.workflow.run import RunResult
@@ -43,11 +44,16 @@ def render_run(result: "RunResult", files: list[Path]) -> None:
         if layer == select.selected_layer and not result.config.choice.validated
         else (f"{' '.join(result.config.choice.flags())}; the rule {select.rule} picked layer {select.selected_layer}")
     )
+    if result.export.is_healed:
+        how = heal_report.how_chosen(result)
     prompt = (select.prompt or {}).get("name", "none")
     wrapped = "" if prompt == "none" else f", prompt {prompt}"
     transform = result.export.transform
     wrapped += f", transform {transform['name']} ({transform['output_dim']} dimensions)" if transform else ""
-    console.print(f"[bold]layer {layer} of {select.num_layers}[/bold] ({how}{wrapped})")
+    healed = ", healed" if result.export.is_healed else ""
+    console.print(f"[bold]layer {layer} of {select.num_layers}{healed}[/bold] ({how}{wrapped})")
+    if result.export.is_healed and heal_report.score_line(result):
+        console.print(heal_report.score_line(result))
     comparison = result.validation.comparison if result.validation else None
     if comparison:
         chosen = [(name, comparison[name]) for name in ("selected", "last", "best")]

@@ -8,11 +8,8 @@ blocks; markdown and HTML are two renderings of the same blocks, so they cannot 
 
 from __future__ import annotations
 
-import base64
-import html
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layerpick._util.atomic import write_text_atomic
 from layerpick._util.filenames import RUN_REPORT_PAGE, RUN_REPORT_TEXT
@@ -26,42 +23,15 @@ from layerpick.selection.report import (
 )
 from layerpick.frontier.table import frontier_table, picks_lines
 from layerpick.validation.result import ValidationReport
+from layerpick.workflow import heal_report
 from layerpick.workflow.commands import reproduce_commands
-from layerpick.workflow.run import RunResult
+from layerpick.workflow.page import Block, Code, Heading, Image, Table, Text, to_html, to_markdown
+
+if TYPE_CHECKING:
+    from layerpick.workflow.run import RunResult
 
 
-@dataclass(frozen=True)
-class Heading:
-    text: str
-    level: int = 2
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass(frozen=True)
-class Image:
-    path: Path
-    alt: str
-
-
-@dataclass(frozen=True)
-class Code:
-    text: str
-
-
-Block = Heading | Text | Table | Image | Code
-
-
-def write_run_report(result: RunResult) -> list[Path]:
+def write_run_report(result: "RunResult") -> list[Path]:
     """Write report.md and report.html into the run's output folder."""
     blocks = build_blocks(result)
     md, page = result.output / RUN_REPORT_TEXT, result.output / RUN_REPORT_PAGE
@@ -70,7 +40,7 @@ def write_run_report(result: RunResult) -> list[Path]:
     return [md, page]
 
 
-def build_blocks(result: RunResult) -> list[Block]:
+def build_blocks(result: "RunResult") -> list[Block]:
     return [
         Heading(f"layerpick run: {result.model}", 1),
         *_answer(result),
@@ -81,12 +51,15 @@ def build_blocks(result: RunResult) -> list[Block]:
         *_validation(result),
         *_frontier(result),
         *_export(result),
+        *(heal_report.blocks(result) if result.export.is_healed else []),
         *_speed(result),
         *_reproduce(result),
     ]
 
 
-def _answer(result: RunResult) -> list[Block]:
+def _answer(result: "RunResult") -> list[Block]:
+    if result.export.is_healed:
+        return [Text(line) for line in [*heal_report.answer(result), _speed_sentence(result)]]
     select, k, num = result.select, result.export.layer, result.select.num_layers
     if result.config.choice.validated:
         lines = [
@@ -140,7 +113,7 @@ def _transform_words(transform: dict | None) -> str:
     )
 
 
-def _speed_sentence(result: RunResult) -> str:
+def _speed_sentence(result: "RunResult") -> str:
     kept = result.export.parameters["cut"] / max(result.export.parameters["full"], 1)
     parts = [f"keeps {kept:.0%} of the parameters"]
     for row in result.bench.rows if result.bench else []:
@@ -149,7 +122,7 @@ def _speed_sentence(result: RunResult) -> str:
     return "**How much faster:** the export " + "; ".join(parts) + "."
 
 
-def _model(result: RunResult) -> list[Block]:
+def _model(result: "RunResult") -> list[Block]:
     select = result.select
     rows = [
         ["model", f"`{result.model}`"],
@@ -164,7 +137,8 @@ def _model(result: RunResult) -> list[Block]:
         ["dtype", select.dtype],
         ["device", select.device or "not recorded"],
     ]
-    rows += [["note", note] for note in select.notes]
+    healed = result.export.is_healed  # select's advice to heal was taken: not repeated
+    rows += [["note", note] for note in select.notes if not (healed and "layerpick heal" in note)]
     return [Heading("Model"), Table(["", ""], rows)]
 
 
@@ -174,7 +148,7 @@ def _prompt_cell(prompt: dict | None) -> str:
     return f"{prompt['name']}: `{prompt['template']}`"
 
 
-def _calibration(result: RunResult) -> list[Block]:
+def _calibration(result: "RunResult") -> list[Block]:
     calibration = result.select.calibration
     return [
         Heading("Calibration set"),
@@ -186,7 +160,7 @@ def _calibration(result: RunResult) -> list[Block]:
     ]
 
 
-def _metrics(result: RunResult) -> list[Block]:
+def _metrics(result: "RunResult") -> list[Block]:
     select = result.select
     names = list(select.scores)
     header = ["layer", *(f"{name} {ARROWS[select.directions[name]]}" for name in names)]
@@ -206,7 +180,7 @@ def _metrics(result: RunResult) -> list[Block]:
     ]
 
 
-def _rule(result: RunResult) -> list[Block]:
+def _rule(result: "RunResult") -> list[Block]:
     select = result.select
     blocks = [
         Heading("Rule and chosen layer"),
@@ -222,7 +196,7 @@ def _rule(result: RunResult) -> list[Block]:
     return blocks
 
 
-def _validation(result: RunResult) -> list[Block]:
+def _validation(result: "RunResult") -> list[Block]:
     data = result.validation
     if data is None:
         return [Heading("Validation"), Text("Not run: no `--tasks` were given.")]
@@ -256,7 +230,7 @@ def _validation(result: RunResult) -> list[Block]:
     return blocks + [Image(result.output / "validate" / "validation.png", "task scores against relative depth")]
 
 
-def _frontier(result: RunResult) -> list[Block]:
+def _frontier(result: "RunResult") -> list[Block]:
     """The quality-speed trade-off: from the validation when there is one, else from the rule's objective."""
     measured = _measured(result)
     section = result.validation.frontier if result.validation else None
@@ -304,7 +278,7 @@ def _frontier(result: RunResult) -> list[Block]:
     ]
 
 
-def _measured(result: RunResult) -> dict[int, str]:
+def _measured(result: "RunResult") -> dict[int, str]:
     """The bench's throughput ratio of the exported layer, by batch size, as one cell."""
     rows = result.bench.rows if result.bench else []
     if not rows:
@@ -312,10 +286,12 @@ def _measured(result: RunResult) -> dict[int, str]:
     return {result.export.layer: ", ".join(f"{_ratio(r.throughput_ratio)} (batch {r.batch_size})" for r in rows)}
 
 
-def _export(result: RunResult) -> list[Block]:
+def _export(result: "RunResult") -> list[Block]:
     export = result.export
     parity = export.parity
-    verdict = "passed" if parity["passed"] else "FAILED"
+    verdict = ("passed" if parity["passed"] else "FAILED") + (
+        " (the plain cut, before the heal)" if export.is_healed else ""
+    )
     return [
         Heading("Export"),
         Table(
@@ -335,7 +311,7 @@ def _export(result: RunResult) -> list[Block]:
     ]
 
 
-def _speed(result: RunResult) -> list[Block]:
+def _speed(result: "RunResult") -> list[Block]:
     bench = result.bench
     if bench is None:
         return [Heading("Speed"), Text("Not measured (`--no-bench`).")]
@@ -360,78 +336,12 @@ def _speed(result: RunResult) -> list[Block]:
     ]
 
 
-def _reproduce(result: RunResult) -> list[Block]:
+def _reproduce(result: "RunResult") -> list[Block]:
     return [
         Heading("Reproduce"),
         Text("The whole run, then each stage on its own:"),
         Code("\n".join(reproduce_commands(result))),
     ]
-
-
-def to_markdown(blocks: list[Block], base: Path) -> str:
-    parts = []
-    for block in blocks:
-        if isinstance(block, Heading):
-            parts.append("#" * block.level + " " + block.text)
-        elif isinstance(block, Text):
-            parts.append(block.text)
-        elif isinstance(block, Table):
-            lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
-            parts.append("\n".join(lines + ["| " + " | ".join(row) + " |" for row in block.rows]))
-        elif isinstance(block, Image):
-            if block.path.is_file():
-                parts.append(f"![{block.alt}]({block.path.relative_to(base).as_posix()})")
-        elif isinstance(block, Code):
-            parts.append(f"```bash\n{block.text}\n```")
-    return "\n\n".join(parts) + "\n"
-
-
-STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 8px;"
-    "text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f4f4f4;padding:1em;"
-    "overflow-x:auto}img{max-width:100%}code{background:#f4f4f4}"
-)
-
-
-def to_html(blocks: list[Block], title: str) -> str:
-    body = [_html_block(block) for block in blocks]
-    return (
-        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(b for b in body if b) + "\n</body></html>\n"
-    )
-
-
-def _html_block(block: Block) -> str:
-    if isinstance(block, Heading):
-        return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
-    if isinstance(block, Text):
-        return f"<p>{_inline(block.text)}</p>"
-    if isinstance(block, Table):
-        head = "".join(f"<th>{_inline(cell)}</th>" for cell in block.header)
-        rows = "".join("<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>" for row in block.rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-    if isinstance(block, Image):
-        if not block.path.is_file():
-            return ""
-        data = base64.b64encode(block.path.read_bytes()).decode("ascii")
-        return f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">'
-    return f"<pre><code>{html.escape(block.text)}</code></pre>"
-
-
-def _inline(text: str) -> str:
-    """The two markdown marks the page uses: **bold** and `code`."""
-    out, bold, code = [], False, False
-    for index, piece in enumerate(text.replace("**", "\0").split("\0")):
-        if index:
-            out.append("</b>" if bold else "<b>")
-            bold = not bold
-        for part_index, part in enumerate(piece.split("`")):
-            if part_index:
-                out.append("</code>" if code else "<code>")
-                code = not code
-            out.append(html.escape(part))
-    return "".join(out)
 
 
 def _num(value: Any) -> str:

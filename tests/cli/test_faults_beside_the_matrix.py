@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
 from layerpick.cli import app as cli_app
-from tests.testkit.cli import LAYERPICK
+from tests.testkit.cli import invoke
 from tests.testkit.tasks import retrieval_folder
 
 
@@ -57,24 +56,18 @@ def test_qrels_naming_some_absent_ids_warn_on_stderr_and_the_run_goes_on(tiny, t
     folder = retrieval_folder(tmp_path, "partial")
     judged = [(f"q{i}", f"d{(i * 3) % 30}") for i in range(8)] + [("who", "d1"), ("q2", "gone")]
     (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in judged))
-    done = subprocess.run(
-        [
-            LAYERPICK,
-            "validate",
-            tiny,
-            "--tasks",
-            str(folder),
-            "--layers",
-            "1",
-            "--output",
-            str(tmp_path / "v"),
-            "--store",
-            str(tmp_path / "store"),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = invoke(
+        "validate",
+        tiny,
+        "--tasks",
+        folder,
+        "--layers",
+        "1",
+        "--output",
+        tmp_path / "v",
+        "--store",
+        tmp_path / "store",
+        "-q",
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr

@@ -189,7 +189,7 @@ def test_the_reproduce_line_parses_back_to_the_same_stage_keys(finished_run, mon
 
     from layerpick.cli.app import app
     from layerpick.workflow.commands import reproduce_commands
-    from layerpick.workflow.run import input_facts, stage_keys
+    from layerpick.workflow.keys import input_facts, stage_keys
 
     result = finished_run[0]
     line = reproduce_commands(result)[0]
