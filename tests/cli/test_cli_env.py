@@ -1,8 +1,7 @@
-"""Options a user sets repeatedly also read LAYERPICK_* variables; MTEB_CACHE places validate's MTEB results."""
+"""Options a user sets repeatedly also read LAYERPICK_* variables; MTEB_CACHE places validate's MTEB results.
+Command lines run in this process (`tests.testkit.cli.invoke`), with the variables set for the call only."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +9,9 @@ import typer
 
 from layerpick.cli.app import app
 from layerpick.validation import ValidateConfig, run_validation
+from tests.testkit.cli import invoke
 from tests.testkit.tasks import sts_folder
 
-LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 REPEATED = {
     "model": "LAYERPICK_MODEL",
     "--calibration": "LAYERPICK_CALIBRATION",
@@ -73,7 +72,6 @@ def test_an_option_of_another_meaning_reads_no_variable(command, option):
 @pytest.mark.slow
 def test_variables_reach_the_command(tiny_dirs, tmp_path):
     env = {
-        "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "LAYERPICK_MODEL": str(tiny_dirs("llama")),
         "LAYERPICK_LIMIT": "12",
@@ -81,13 +79,7 @@ def test_variables_reach_the_command(tiny_dirs, tmp_path):
         "LAYERPICK_QUIET": "1",
         "LAYERPICK_MIN_SPEEDUP": "1.9",
     }
-    done = subprocess.run(
-        [LAYERPICK, "select", "--metrics", "dime", "--output", str(tmp_path / "out"), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    done = invoke("select", "--metrics", "dime", "--output", tmp_path / "out", "--json", env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["model"] == str(tiny_dirs("llama"))
@@ -122,23 +114,8 @@ def test_every_command_help_shows_an_example(command):
 
 @pytest.mark.slow
 def test_output_is_plain_when_not_a_terminal(tiny_dirs, tmp_path):
-    """CI logs: no colour or cursor escape codes when stdout and stderr are pipes."""
-    done = subprocess.run(
-        [
-            LAYERPICK,
-            "select",
-            str(tiny_dirs("llama")),
-            "--limit",
-            "12",
-            "--metrics",
-            "dime",
-            "--output",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """CI logs: no colour or cursor escape codes when stdout and stderr are not a terminal (here: captured)."""
+    done = invoke("select", tiny_dirs("llama"), "--limit", "12", "--metrics", "dime", "--output", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert "layer" in done.stdout and "forward pass" in done.stderr
     assert "\x1b[" not in done.stdout + done.stderr

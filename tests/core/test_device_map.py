@@ -9,7 +9,6 @@ unsplit model's. A split over several GPUs goes through the same hooks (`benchma
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ from layerpick.core.models import LoadOptions, load_model, parse_max_memory
 from layerpick.errors import LayerpickError
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.job import export_model
-from tests.testkit.cli import LAYERPICK, assert_one_line_error
+from tests.testkit.cli import assert_one_line_error, invoke
 from tests.testkit.tiny import TEXTS
 
 UNSPLIT = LoadOptions(device="cpu")
@@ -68,22 +67,16 @@ def test_split_model_exports_the_same_vectors(tiny_dirs, tmp_path):
 def test_cli_takes_max_memory(tiny_dirs, tmp_path):
     directory = str(tiny_dirs("llama"))
     options = split_options(directory)
-    done = subprocess.run(
-        [
-            LAYERPICK,
-            "collect",
-            directory,
-            "--calibration",
-            str(write_texts(tmp_path)),
-            "--device-map",
-            "auto",
-            "--max-memory",
-            options.max_memory,
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = invoke(
+        "collect",
+        directory,
+        "--calibration",
+        write_texts(tmp_path),
+        "--device-map",
+        "auto",
+        "--max-memory",
+        options.max_memory,
+        "--quiet",
     )
     assert done.returncode == 0, done.stderr
 
@@ -104,9 +97,7 @@ def write_texts(tmp_path):
     ],
 )
 def test_bad_max_memory_is_one_line(tiny_dirs, flags, message):
-    done = subprocess.run(
-        [LAYERPICK, "collect", str(tiny_dirs("llama")), *flags, "--quiet"], capture_output=True, text=True, timeout=300
-    )
+    done = invoke("collect", tiny_dirs("llama"), *flags, "--quiet")
     assert_one_line_error(done, message)
 
 
