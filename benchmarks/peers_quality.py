@@ -1,0 +1,154 @@
+"""SciFact nDCG@10 of each row of `benchmarks/peers.py`, through mteb with the row as the encoder.
+
+- alone: queries and documents by the row;
+- query encoder: queries by the row, documents by the full model in sentence-transformers (torch), as
+  `layerpick validate --documents-by` pairs them (layerpick's `DocumentRouter` routes the texts).
+
+The task is mteb's SciFact with the shared folder's data injected (`layerpick.validation.tasks.resolve_tasks`).
+Each row's vectors are kept in WORK/vectors/<row>.npz (text -> vector), so the full model encodes the corpus once
+and a rerun resumes. Texts are encoded sorted by length (less padding), in batches of 32.
+
+Which rows are scored alone (each encodes the 5,183 abstracts; the full torch model takes about 15 minutes on
+2 cores): the full model, its int8 graph, model2vec, the healed cut in torch and in int8. A float32 ONNX graph
+(sentence-transformers', fastembed's, layerpick's) gives its torch model's vectors (parity on the timing texts,
+in the timing file), so its score is taken as its torch row's and marked so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SCIFACT = DATA / "SciFact"
+# the order in which rows are scored alone (cheapest and most wanted first); the others are float graphs of a
+# torch row and take its score
+ALONE_ORDER = ("static", "cut int8", "cut torch", "full int8")
+
+
+class VectorCache:
+    """A row's vectors by text, on disk, filled on demand by its encoder."""
+
+    def __init__(self, path: Path, encoder, log):
+        self.path, self.encoder, self.log = path, encoder, log
+        self.vectors: dict[str, np.ndarray] = {}
+        if path.is_file():
+            data = np.load(path, allow_pickle=False)
+            self.vectors = dict(zip(data["texts"].tolist(), data["vectors"]))
+
+    def save(self) -> None:
+        texts = list(self.vectors)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, texts=np.array(texts), vectors=np.stack([self.vectors[t] for t in texts]))
+        tmp.replace(self.path)
+
+    def get(self, texts: list[str]) -> np.ndarray:
+        missing = sorted({t for t in texts if t not in self.vectors}, key=len)
+        if missing:
+            self.log(f"{self.path.stem}: encoding {len(missing)} texts")
+        for start in range(0, len(missing), 32):
+            chunk = missing[start : start + 32]
+            vectors = np.asarray(self.encoder.encode(chunk, batch_size=32), dtype=np.float32)
+            self.vectors.update(zip(chunk, vectors))
+            if (start // 32) % 40 == 39:
+                self.save()
+        if missing:
+            self.save()
+        out = np.stack([self.vectors[t] for t in texts])
+        return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+
+
+def adapter(label: str, cache: VectorCache, dim: int):
+    from mteb.models.abs_encoder import AbsEncoder
+
+    from layerpick.validation.encoder import layer_model_meta
+
+    class Adapter(AbsEncoder):
+        def __init__(self):
+            self.mteb_model_meta = layer_model_meta(label, "peer", "0", embed_dim=dim, max_tokens=None, experiment={})
+            self.model = None
+
+        def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs: Any):
+            texts = [text for batch in inputs for text in batch["text"]]
+            return cache.get(texts)
+
+    return Adapter()
+
+
+def scifact(encoder) -> float:
+    import mteb
+
+    from layerpick.validation.run import main_score
+    from layerpick.validation.tasks import resolve_tasks
+
+    spec = resolve_tasks([str(SCIFACT)])[0]
+    result = mteb.evaluate(
+        encoder, spec.new_task(), cache=None, overwrite_strategy="always", show_progress_bar=False, co2_tracker=False
+    )
+    if result.exceptions:
+        raise RuntimeError(result.exceptions[0].exception)
+    return main_score(result.task_results[0])
+
+
+def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, log) -> dict:
+    """{row: {alone, query}} for `name`'s rows; finished scores are kept in WORK/results/quality-NAME.json."""
+    from layerpick.validation.encoder import DocumentRouter, layer_model_meta
+
+    out = work / "results" / f"quality-{name}.json"
+    scores = json.loads(out.read_text()) if out.is_file() else {}
+    (work / "vectors").mkdir(exist_ok=True)
+    caches: dict[str, VectorCache] = {}
+
+    def cache(row: dict) -> VectorCache:
+        if row["row"] not in caches:
+            tag = hashlib.sha1(row["row"].encode()).hexdigest()[:8]
+            caches[row["row"]] = VectorCache(work / "vectors" / f"{name}-{tag}.npz", _Lazy(load_row, row), log)
+        return caches[row["row"]]
+
+    def save() -> None:
+        out.write_text(json.dumps(scores, indent=1))
+
+    full, dim = rows[0], None
+    label = {row["row"]: f"{name}-{hashlib.sha1(row['row'].encode()).hexdigest()[:8]}" for row in rows}
+    entry = {row["row"]: scores.setdefault(row["row"], {}) for row in rows}
+    if "alone" not in entry[full["row"]]:  # also encodes the documents every query-encoder score uses
+        log(f"{name}: SciFact alone with {full['row']}")
+        entry[full["row"]]["alone"] = scifact(adapter(label[full["row"]], cache(full), dim))
+        save()
+    entry[full["row"]]["query"] = entry[full["row"]]["alone"]
+    if "query" in which:
+        for row in rows[1:]:
+            if "query" not in entry[row["row"]]:
+                log(f"{name}: SciFact with queries by {row['row']}, documents by the full model")
+                queries = adapter(label[row["row"]], cache(row), dim)
+                documents = adapter(label[full["row"]], cache(full), dim)
+                meta = layer_model_meta(
+                    f"{label[row['row']]}-q", "peer", "0", embed_dim=dim, max_tokens=None, experiment={}
+                )
+                entry[row["row"]]["query"] = scifact(DocumentRouter(queries, documents, meta))
+                save()
+    if "alone" in which:
+        for role in ALONE_ORDER:
+            for row in rows:
+                if row.get("role") == role and "alone" not in entry[row["row"]]:
+                    log(f"{name}: SciFact alone with {row['row']}")
+                    entry[row["row"]]["alone"] = scifact(adapter(label[row["row"]], cache(row), dim))
+                    save()
+    save()
+    return scores
+
+
+class _Lazy:
+    """Loads a row's encoder on its first `encode` (a row whose vectors are all cached is never loaded)."""
+
+    def __init__(self, load_row, row: dict):
+        self.load_row, self.row, self.encoder = load_row, row, None
+
+    def encode(self, texts, batch_size: int = 32):
+        if self.encoder is None:
+            self.encoder = self.load_row(self.row)
+        return self.encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)

@@ -1,0 +1,251 @@
+"""The markdown of benchmarks/results/peers.md from what `benchmarks/peers.py` measured.
+
+The reading at the top is generated from the numbers (the aims are checked here); the page states the machine,
+the load and the versions of every library it ran.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AIMS = {"int8_vs_torch_b1": 3.5, "int8_vs_st_int8_b1": 1.6, "scifact_share": 0.95}
+
+
+def _v(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _mb(value) -> str:
+    return f"{value / 1e6:.1f}" if value else "-"
+
+
+def _score(value, marker: str = "") -> str:
+    return f"{value:.4f}{marker}" if isinstance(value, (int, float)) else "-"
+
+
+def table(name: str, data: dict) -> tuple[list[str], dict]:
+    """The headline table of one model, and the numbers the reading uses."""
+    timing, memory, quality = data["timing"], data.get("memory", {}), data.get("quality", {})
+    rows = data["rows"]
+    reference = rows[0]["row"]
+    one, many = timing["1"], timing["32"]
+    lines = [
+        "| variant | b=1 vs ST torch | b=32 vs ST torch | p50 one query ms | size MB | peak RSS MB | SciFact alone "
+        "| SciFact as query encoder | nine-task mean |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    numbers = {}
+    for index, row in enumerate(rows):
+        key = row["row"]
+        r1 = one[key]["texts_per_s"] / one[reference]["texts_per_s"]
+        r32 = many[key]["texts_per_s"] / many[reference]["texts_per_s"]
+        rss = memory.get(key, {}).get("peak_rss")
+        scores = quality.get(key, {})
+        alone = scores.get("alone")
+        marker = ""
+        if alone is None and row.get("same_as") is not None and quality:
+            alone = quality.get(rows[row["same_as"]]["row"], {}).get("alone")
+            marker = " (b)" if alone is not None else ""
+        if not quality:
+            alone_text = query_text = "not measured (c)"
+        else:
+            alone_text, query_text = _score(alone, marker), _score(scores.get("query"))
+        size = data["sizes"][key]
+        lines.append(
+            f"| {key} | {r1:.2f}x | {r32:.2f}x | {one[key]['latency_median_ms']:.1f} | {_mb(size)} | {_mb(rss)} "
+            f"| {alone_text} | {query_text} | - (a) |"
+        )
+        numbers[row.get("role")] = {
+            "b1": r1,
+            "b32": r32,
+            "alone": alone,
+            "query": scores.get("query"),
+            "tps1": one[key]["texts_per_s"],
+            "tps32": many[key]["texts_per_s"],
+        }
+    return lines, numbers
+
+
+def aims(numbers: dict) -> list[str]:
+    cut, full, st_int8 = numbers["cut int8"], numbers["full"], numbers["full int8"]
+    vs_int8 = cut["tps1"] / st_int8["tps1"]
+    lines = [
+        f"- **{cut['b1']:.2f}x** the sentence-transformers torch full model at batch 1 (aim >= 3.5x): "
+        f"{'met' if cut['b1'] >= AIMS['int8_vs_torch_b1'] else 'missed'}; {cut['b32']:.2f}x at batch 32.",
+        f"- **{vs_int8:.2f}x** the full model's own int8 ONNX (sentence-transformers' export) at batch 1 "
+        "(aim >= 1.6x): "
+        f"{'met' if vs_int8 >= AIMS['int8_vs_st_int8_b1'] else 'missed'}; "
+        f"{cut['tps32'] / st_int8['tps32']:.2f}x at batch 32.",
+    ]
+    if full.get("alone") and cut.get("alone") is not None:
+        share = cut["alone"] / full["alone"]
+        query = cut["query"] / full["alone"] if cut.get("query") is not None else None
+        lines.append(
+            f"- SciFact nDCG@10: **{100 * share:.1f}%** of the full model alone ({cut['alone']:.4f} vs "
+            f"{full['alone']:.4f}), "
+            + (
+                f"**{100 * query:.1f}%** as a query encoder ({cut['query']:.4f})"
+                if query
+                else "as a query encoder not measured"
+            )
+            + f" (aim >= 95%): {'met' if share >= AIMS['scifact_share'] and (query or 1) >= 0.95 else 'missed'}."
+        )
+    else:
+        lines.append("- SciFact: not measured in this run.")
+    return lines
+
+
+def render(measured: dict, facts: dict, machine: dict, args) -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    st_versions = next((f["versions"] for k, f in facts.items() if k.startswith("st-onnx:")), {})
+    out = [
+        "# layerpick's healed cut beside what an embedder user runs today",
+        "",
+        "**Question:** for a trained sentence embedder served on CPU, how does layerpick's healed cut (torch, ONNX, "
+        "ONNX int8) compare with what a user can already run: the full model in sentence-transformers, its ONNX and "
+        "int8 graphs made with sentence-transformers' own export functions, fastembed on that graph, and model2vec's "
+        "static distillation? Speed as a ratio to sentence-transformers' torch model, measured side by side in one "
+        "process; size, memory and SciFact nDCG@10.",
+        "",
+    ]
+    numbers = {}
+    for name, data in measured.items():
+        lines, numbers[name] = table(name, data)
+        model = data["model"]
+        cut = f"K = {model['k']} of {model['layers']}, {'healed' if model['healed'] else 'plain cut, not healed'}"
+        out += [f"## {name} ({cut})", "", *lines, ""]
+    out += ["## Reading (generated from the numbers above)", "", "minilm-l6 healed at K = 3 as ONNX int8:", ""]
+    out += aims(numbers["minilm-l6"]) + [""]
+    out += NOTES + [""]
+    out += method(measured, facts, machine, args, st_versions, commit.strip())
+    return "\n".join(out) + "\n"
+
+
+# Written by hand from a run's numbers (kept here so the page regenerates whole); the aims above are computed.
+NOTES: list[str] = []
+
+
+def details(name: str, data: dict) -> list[str]:
+    timing, memory, rows = data["timing"], data.get("memory", {}), data["rows"]
+    lines = [
+        f"{name}: texts/s, lowest cosine to the full torch model's vectors on the timing texts, and peak RSS with the "
+        "RSS after the row's imports (before its model loads).",
+        "",
+        "| variant | texts/s b=1 | texts/s b=32 | p50 ms b=32 batch | min cosine to full | RSS after imports MB "
+        "| peak RSS MB | loaded from |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        key = row["row"]
+        cos = timing.get("parity", {}).get(key)
+        rss = memory.get(key, {})
+        error = f" {rss['error']}" if "error" in rss else ""
+        where = Path(row["path"]).name + (f"/{row['file']}" if row.get("file") else "")
+        lines.append(
+            f"| {key} | {timing['1'][key]['texts_per_s']:.1f} | {timing['32'][key]['texts_per_s']:.1f} "
+            f"| {timing['32'][key]['latency_median_ms']:.0f} | {f'{cos:.4f}' if cos is not None else '- (other dims)'} "
+            f"| {_mb(rss.get('rss_after_imports'))} | {_mb(rss.get('peak_rss'))}{error} "
+            f"| `{where}` |"
+        )
+    load = f"load average before {timing['load_before'][0]:.1f}, after {timing['load_after'][0]:.1f}"
+    return lines + [
+        "",
+        f"Timing of {name}: {timing['repeats']} interleaved passes over {timing['texts']} texts; {load}.",
+        "",
+    ]
+
+
+def method(measured, facts, machine, args, st_versions: dict, commit: str) -> list[str]:
+    heal = facts.get("heal:minilm-l6", {}).get("minutes")
+    out = [
+        "## Method",
+        "",
+        "- **Speed.** Every row of one model is loaded in one Python process and timed on the same texts with "
+        "`layerpick.benchmark.timing.time_side_by_side` (the machinery of `layerpick bench`): the rows' order rotates "
+        f"batch by batch, so a change in the machine's load falls on all of them; {args.repeats} passes over "
+        f"{args.texts} sentences of layerpick's embedded calibration set (short natural sentences, none truncated); "
+        "texts/s is the median pass; the p50 of one query is the median `encode` call at batch 1. 2 threads for torch "
+        "and every onnxruntime session. fastembed's sessions get the no-spin option layerpick's ONNX encoder uses "
+        "(onnxruntime's spinning worker threads would otherwise hold the cores while the next row runs).",
+        "- **The rows.**",
+        "  - *sentence-transformers, torch*: `SentenceTransformer(folder)` (the reference, 1.00x).",
+        "  - *sentence-transformers ONNX fp32 / int8*: made as a sentence-transformers user makes them, "
+        '`SentenceTransformer(folder, backend="onnx")` (optimum\'s export) then '
+        '`export_dynamic_quantized_onnx_model(model, "avx2", folder)` (optimum\'s dynamic int8; this CPU has AVX2, '
+        "no AVX-512), in a venv of their own (`benchmarks/peers_st_onnx.py`): sentence-transformers' ONNX backend "
+        "needs optimum-onnx, whose only release pins transformers < 4.58, so it cannot be installed beside layerpick "
+        "(transformers 5), and the 6.x line's own `onnx` extra is unsatisfiable. The graph files are then run here by "
+        "onnxruntime through layerpick's `OnnxEncoder` (the folder's tokenizer, max length, mean pooling and "
+        "Normalize, as sentence-transformers' ONNX backend runs them), the same encoder as layerpick's ONNX rows.",
+        "  - *fastembed*: `TextEmbedding.add_custom_model(...)` and `TextEmbedding(name, specific_model_path=folder)` "
+        "on the same float32 graph (sentence-transformers' export folder), offline. fastembed 0.9.1 pins "
+        "huggingface-hub < 2.0 and layerpick's venv has 2.x, so it is installed with `--no-deps` into an overlay "
+        "folder (`benchmarks/peers_setup.sh`) that this process appends to `sys.path`; the local-folder route never "
+        "calls the hub client. fastembed truncates at the tokenizer's `model_max_length` (512 for MiniLM, 384 for "
+        "mpnet) where sentence-transformers uses `max_seq_length` (256, 384): it changes nothing on the timing texts.",
+        "  - *model2vec static*: `layerpick export FULL --layer L --format static` (model2vec 0.10's `distill` of the "
+        "full model's last layer, PCA to 256 dimensions), run by model2vec's `StaticModel`.",
+        "  - *layerpick*: minilm-l6 cut at K = 3 and healed (`layerpick heal minilm-l6 --layer 3 --fit-texts "
+        f"SciFact --max-texts {args.heal_texts} --epochs {args.heal_epochs}`"
+        + (f", {heal} min here" if heal else "")
+        + "), then `layerpick export HEALED --format onnx --quantize int8` (torch weights, float graph and int8 graph "
+        "in one folder). all-mpnet-base-v2: the plain cut at K = 6 (`layerpick export MPNET --layer 6 --format onnx "
+        "--quantize int8`): a healed cut has the same shapes, so the same speed; its heal (50-90 min on 2 cores) is "
+        "not run here, so its quality is not measured.",
+        "- **Size** is the weight files (safetensors, or the ONNX graph with its external data). **Peak RSS** is the "
+        "VmHWM of a fresh process that imports only the row's runtime, loads the model and embeds the 32 longest "
+        "timing texts at batch 32; the details table gives the RSS after the imports.",
+        "- **SciFact nDCG@10** (`benchmarks/peers_quality.py`): mteb's SciFact with the shared folder's data, each "
+        "row as the encoder: *alone* (queries and documents by the row) and *as a query encoder* (documents by the "
+        "full torch model, queries by the row, as `layerpick validate --exported DIR --documents-by minilm-l6` pairs "
+        "them). (b): a float32 graph gives its torch model's vectors (min cosine in the details table), so its score "
+        "alone is the torch row's, not re-encoded; every query-encoder score is measured.",
+        "- (a) The nine-task mean was not measured for any row: each row would encode nine tasks on 2 shared cores. "
+        "`benchmarks/results/heal.md` has it for healed minilm cuts in torch.",
+        "- (c) all-mpnet-base-v2's quality columns: not measured (its heal needs a GPU or more than an hour on this "
+        "CPU, and the plain cut is not what a user would ship).",
+        "",
+    ]
+    for name, data in measured.items():
+        out += details(name, data)
+    ints = [
+        f"{k}: {v.get('stderr', '').strip().splitlines()[-1] if v.get('stderr', '').strip() else 'ok'}"
+        for k, v in facts.items()
+        if k.startswith("export:")
+    ]
+    out += [
+        "## Machine and versions",
+        "",
+        f"- {machine['nproc']} CPU cores (`nproc`), no GPU; load average at the start "
+        f"{' '.join(f'{x:.1f}' for x in machine['load_start'])}, at the end "
+        f"{' '.join(f'{x:.1f}' for x in machine['load_end'])} (the machine is shared: other jobs ran during the run, "
+        "which is why the rows are interleaved). Wall time of this run: "
+        f"{machine['minutes']} min (artefacts made in an earlier run of the same WORK are reused).",
+        f"- layerpick {commit}; torch {_v('torch')}, transformers {_v('transformers')}, sentence-transformers "
+        f"{_v('sentence-transformers')}, onnxruntime {_v('onnxruntime')}, model2vec {_v('model2vec')}, mteb "
+        f"{_v('mteb')}, fastembed {_fastembed_version(args.work)} (overlay).",
+        "- The sentence-transformers ONNX export venv: " + ", ".join(f"{k} {v}" for k, v in st_versions.items()) + ".",
+        *(f"- layerpick export, {line}" for line in ints),
+        "",
+        "## Regenerate",
+        "",
+        "```bash",
+        "PYTHONPATH=. .venv/bin/python benchmarks/peers.py --work $WORK",
+        "```",
+        "",
+        "It installs what it needs under `$WORK` (`benchmarks/peers_setup.sh`), heals and exports when `$WORK` lacks "
+        "them, keeps each finished measurement in `$WORK/results` (a rerun resumes; delete a file to measure it "
+        "again) and writes this page. Run it alone on the machine.",
+    ]
+    return out
+
+
+def _fastembed_version(work: Path) -> str:
+    found = sorted(Path(work).glob("fastembed-site/fastembed-*.dist-info"))
+    return found[0].name.split("-")[1].removesuffix(".dist") if found else "?"
