@@ -108,11 +108,10 @@ def test_a_validation_of_another_model_is_refused(tmp_path):
 
 
 def layerpick(*args):
-    import subprocess
+    """The command line in this process (`tests.testkit.cli.invoke`)."""
+    from tests.testkit.cli import invoke
 
-    from tests.testkit.cli import LAYERPICK
-
-    return subprocess.run([LAYERPICK, *args], capture_output=True, text=True, timeout=600)
+    return invoke(*args)
 
 
 @pytest.mark.parametrize(

@@ -383,10 +383,10 @@ def test_cli_table_and_json(three_models, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cli_existing_output_is_a_user_error(three_models, tmp_path):
+def test_cli_existing_output_is_a_user_error(three_models, tmp_path, capsys, monkeypatch):
     out = write(tmp_path / "cmp" / "keep.txt", "mine").parent
-    result = run_cli(three_models[2], "--output", out)
-    assert_one_line_error(result.returncode, result.stderr, "holds no earlier layerpick comparison")
+    code, _, err = run_main(capsys, monkeypatch, three_models[2], "--output", out)
+    assert_one_line_error(code, err, "holds no earlier layerpick comparison")
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 

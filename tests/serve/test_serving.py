@@ -414,10 +414,9 @@ def test_cli_help_shows_an_example_and_the_options():
 
 @pytest.mark.slow
 def test_cli_bad_directory_is_one_line_exit_1(tmp_path):
-    layerpick = os.path.join(os.path.dirname(sys.executable), "layerpick")
-    done = subprocess.run(
-        [layerpick, "serve", str(tmp_path / "nothing"), "--port", "0"], capture_output=True, text=True, timeout=300
-    )
+    from tests.testkit.cli import invoke
+
+    done = invoke("serve", tmp_path / "nothing", "--port", "0")
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [
         f"layerpick: error: not a sentence-transformers directory (no modules.json): {tmp_path / 'nothing'}"

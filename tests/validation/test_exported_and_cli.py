@@ -1,8 +1,6 @@
 """An exported sentence-transformers directory validates through the same path; the CLI parses, runs, renders."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,6 @@ from layerpick.validation import TaskNotFoundError, ValidateConfig, run_validati
 from tests.testkit.metadata import export_metadata_json
 from tests.testkit.tasks import ALL_KINDS
 from tests.testkit.tiny import LAYERS
-
-LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 
 
 def save_tiny(loaded, folder: Path) -> Path:
@@ -96,51 +92,28 @@ def test_cli_table_and_files(tmp_path, tiny_model):
     assert json.loads(result.output)["tasks"]["sts"]["evaluations_reused"] == 2
 
 
-# The entry point, with mteb's evaluation of the task named 'broken' failing as an unexpected error inside mteb
-# would (data that cannot be scored is refused earlier, by the folder checks).
-FAILING_EVALUATOR = """
-import sys
-from layerpick.cli import app
-from layerpick.validation import run
-evaluate = run._evaluate
-def failing(setup, layer, task, cache):
-    if task.metadata.name == "broken":
-        raise ValueError("This solver needs samples of at least 2 classes in the data")
-    return evaluate(setup, layer, task, cache)
-run._evaluate = failing
-sys.argv = ["layerpick", *sys.argv[1:]]
-app.main()
-"""
-
-
 @pytest.mark.slow
-def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny_model):
+def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny_model, monkeypatch):
+    """The entry point's `run` (in this process), with mteb's evaluation of the task named 'broken' failing as an
+    unexpected error inside mteb would (data that cannot be scored is refused earlier, by the folder checks)."""
+    from layerpick.validation import run as validation_run
+    from tests.testkit.cli import invoke
     from tests.testkit.tasks import classification_folder
 
+    evaluate = validation_run._evaluate
+
+    def failing(setup, layer, task, cache):
+        if task.metadata.name == "broken":
+            raise ValueError("This solver needs samples of at least 2 classes in the data")
+        return evaluate(setup, layer, task, cache)
+
+    monkeypatch.setattr(validation_run, "_evaluate", failing)
     classification_folder(tmp_path, "broken")
     model = save_tiny(tiny_model, tmp_path / "model")
     out = tmp_path / "out"
     tasks = f"{tmp_path / 'broken'},{ALL_KINDS['sts'](tmp_path)}"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            FAILING_EVALUATOR,
-            "validate",
-            str(model),
-            "--tasks",
-            tasks,
-            "--layers",
-            "4",
-            "--output",
-            str(out),
-            "--store",
-            str(tmp_path / "store"),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run = invoke(
+        "validate", model, "--tasks", tasks, "--layers", "4", "--output", out, "--store", tmp_path / "store", "-q"
     )
     assert run.returncode == 1, run.stderr
     assert "failed broken" in run.stderr and "Traceback" not in run.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +15,10 @@ from layerpick.frontier.plot import draw_statics, frontier_figure, pyplot
 from layerpick.frontier.table import frontier_table
 from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.errors import StaticExportError
+from tests.testkit.cli import invoke
 from tests.testkit.tasks import ALL_KINDS
 
 pytest.importorskip("model2vec")
-LAYERPICK = str(Path(sys.executable).parent / "layerpick")
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +108,6 @@ def test_a_static_export_of_another_depth_is_refused(tiny_dirs, statics, tasks, 
 @pytest.mark.slow
 def test_static_with_exported_is_refused_in_one_line(statics, tasks, tmp_path):
     args = ["validate", "--exported", str(statics[0]), "--static", str(statics[1]), "--tasks", tasks[0]]
-    done = subprocess.run([LAYERPICK, *args, "--output", str(tmp_path / "out")], capture_output=True, text=True)
+    done = invoke(*args, "--output", tmp_path / "out")
     assert done.returncode == 1 and done.stderr.strip().endswith("give a model, not --exported"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
