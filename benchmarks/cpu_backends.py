@@ -80,7 +80,8 @@ def export(model: str, layer: int, work: Path) -> tuple[Path, dict]:
     from layerpick.core.calibration import load_calibration
     from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
     from layerpick.exporting.config import ExportConfig
-    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+    from layerpick.exporting.job import export_model
+    from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
     from layerpick.exporting.metadata import read_metadata
     from layerpick.exporting.onnx.encoder import OnnxEncoder
 

@@ -32,7 +32,8 @@ def export_all(work: Path) -> None:
 
     from layerpick.core import registry
     from layerpick.exporting.config import ExportConfig
-    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+    from layerpick.exporting.job import export_model
+    from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
 
     texts = list(DEFAULT_PARITY_TEXTS)
     (work / "reference").mkdir(parents=True, exist_ok=True)

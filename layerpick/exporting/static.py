@@ -1,9 +1,8 @@
 """The static part of `layerpick export --format static`: the cut model distilled by model2vec into a table.
 
-Owns: checking the request before any model loads (the optional `static` extra, the PCA dimension, and what a
-static model cannot carry: a prompt template, a post-pooling transform, a sequence length, a model spread over
-devices), checking the loaded model's tokenizer and hidden size,
-the distillation, the directory it writes, and the `static` section of `layerpick.json`.
+Owns: the distillation, the directory it writes, its measure against the cut model, and the `static` section of
+`layerpick.json`. What is checked before (the request, the loaded model) and the `StaticPlan` it gives are
+`static_checks`.
 
 The distillation is model2vec's (`distill_from_model`): every token of the model's own vocabulary is passed
 once, with the model's own special tokens around it, through the model cut after layer K (the cut the torch
@@ -12,13 +11,6 @@ parity check has just proven equal to layer K of the full model), its outputs ar
 embedding is the mean of its tokens' rows; no transformer runs. model2vec is asked for the raw rows, and its
 own `apply_pca` and `compute_weights` finish them as `distill_from_model` would (a test proves the table
 equal), so the rows before PCA are at hand: the affine map of that PCA is what the parity notion needs.
-
-A template cannot be distilled: model2vec passes single tokens, and a text's row is a mean of token rows, so
-nothing can wrap a text in a template; a request with one is refused. So is a transform (the table has its
-own PCA, `--static-dims`), with one exception: from a select report whose pick is under a transform (what
-`--transform auto` often picks for a language model), the report's layer is distilled without it, as the
-evidence advises (benchmarks/results/static.md: that layer, untransformed, gave the best table measured on each
-packaged model), and a warning says so.
 
 The directory is model2vec's own layout (`model.safetensors` with `embeddings`, `tokenizer.json`, `config.json`)
 with the `modules.json` model2vec writes beside it (StaticEmbedding, then Normalize when the export
@@ -32,54 +24,26 @@ and projected by the distillation's own PCA).
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from layerpick.errors import LayerpickError
+from layerpick.exporting.static_checks import StaticExportError, StaticPlan, first_line, quiet
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "static"
-PACKAGES = ("model2vec", "skeletoken")  # the `static` extra of pyproject.toml
-DEFAULT_DIMS = 256  # model2vec's default PCA dimension (the hidden size where that is smaller)
 SIF_COEFFICIENT = 1e-4  # model2vec's default
-POOLINGS = {"mean": "mean", "cls": "first", "lasttoken": "last"}  # layerpick's pooling -> model2vec's
 READERS_TOLERANCE = 1e-5  # model2vec and sentence-transformers on the same files, relative to the largest value
 MAP_TOLERANCE = 1e-4  # the PCA is an affine map of the rows: its least-squares fit must reproduce it
 MAP_SAMPLE = 4096  # rows the affine map is fitted on (at least 4x the hidden size + 1)
 TABLE_FILE = "model.safetensors"
-QUIET_LOGGERS = ("model2vec", "skeletoken")
-
-
-class StaticExportError(LayerpickError):
-    """A static export that cannot be made: the extra is missing, the request or the model does not fit."""
-
-
-@dataclass(frozen=True)
-class StaticRequest:
-    """`--format static` as asked, checked before the model loads; `dims` None: the default."""
-
-    dims: int | None
-
-
-@dataclass(frozen=True)
-class StaticPlan:
-    """The distillation, once the model is loaded: PCA dimension, model2vec's pooling, the hidden size."""
-
-    dims: int
-    pooling: str
-    hidden_size: int
 
 
 @dataclass(frozen=True)
@@ -93,117 +57,6 @@ class Distilled:
     variance_kept: float | None
     pca_applied: bool
     tokenizer_tokens: int
-
-
-def require() -> None:
-    """A one-line error naming the extra when model2vec (or what it distils with) is not installed."""
-    missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise StaticExportError(
-            f"--format static needs the optional extra: pip install 'layerpick[static]' (missing: {', '.join(missing)})"
-        )
-
-
-def table_plan(config, plan):
-    """The export plan a static table distils: from a select report whose pick is under a transform, the same
-    layer without the transform (the table has its own PCA); any other plan, unchanged."""
-    if config.format != FORMAT or plan.report is None or plan.transform.is_identity or config.transform is not None:
-        return plan
-    from layerpick.core.transform import IDENTITY
-
-    logger.warning(
-        "the report picked layer %d under %s; the static table distils layer %d without it (the table "
-        "is reduced by its own PCA, --static-dims)",
-        plan.layer,
-        plan.transform.label,
-        plan.layer,
-    )
-    return replace(plan, transform=IDENTITY)
-
-
-def check_request(config, plan, load_options, model: str) -> StaticRequest | None:
-    """`--format static` checked before the model loads (None for another format); `plan` is the export's plan."""
-    if config.format != FORMAT:
-        if config.static_dims is not None:
-            raise StaticExportError("--static-dims applies to the static table: add --format static")
-        return None
-    require()
-    from layerpick.core.models import peek_hidden_size
-
-    _check_dims(config.static_dims, peek_hidden_size(model, load_options))
-    if not plan.prompt.is_plain:
-        raise StaticExportError(
-            f"--format static cannot carry the prompt template {plan.prompt.label}: model2vec "
-            "distils single tokens and a text is the mean of its tokens' rows; select and export "
-            "with --prompt none"
-        )
-    if not plan.transform.is_identity:
-        raise StaticExportError(
-            f"--format static cannot carry the transform {plan.transform.label}: the table is "
-            "reduced by its own PCA (--static-dims); export without --transform"
-        )
-    if config.max_seq_length is not None:
-        raise StaticExportError(
-            "--max-seq-length does not apply to --format static: a static model averages every "
-            "token of a text, in model2vec and sentence-transformers alike"
-        )
-    if load_options.device_map is not None:
-        raise StaticExportError("--format static distils on one device: drop --device-map")
-    return StaticRequest(config.static_dims)
-
-
-def check_pooling(pooling: str) -> str:
-    """model2vec's name for the export's pooling (each of layerpick's has one); a one-line error where a pooling
-    has none."""
-    if pooling not in POOLINGS:
-        raise StaticExportError(
-            f"--format static pools each token's output with mean, cls or lasttoken "
-            f"(model2vec's mean, first, last), not {pooling}"
-        )
-    return POOLINGS[pooling]
-
-
-def _check_dims(dims: int | None, hidden_size: int | None) -> None:
-    if dims is None:
-        return
-    if dims < 1:
-        raise StaticExportError(f"--static-dims must be at least 1 (got {dims})")
-    if hidden_size is not None and dims > hidden_size:
-        raise StaticExportError(
-            f"--static-dims {dims} is above the model's hidden size ({hidden_size}): PCA keeps "
-            f"at most that many dimensions; choose 1..{hidden_size}"
-        )
-
-
-def table_bytes(tokenizer, plan: StaticPlan | None) -> int:
-    """A static table's size on disk: a float32 row per token (and its tokenizer, at most as large again)."""
-    return 0 if plan is None else 2 * len(tokenizer) * plan.dims * 4
-
-
-def check_model(loaded, request: StaticRequest, pooling: str) -> StaticPlan:
-    """The distillation for the loaded model, before anything is computed: its tokenizer must be one model2vec
-    reads, the PCA dimension within its hidden size."""
-    hidden = int(loaded.model.config.hidden_size)
-    _check_dims(request.dims, hidden)
-    _check_tokenizer(loaded.tokenizer, loaded.name)
-    return StaticPlan(request.dims or min(DEFAULT_DIMS, hidden), check_pooling(pooling), hidden)
-
-
-def _check_tokenizer(tokenizer, name: str) -> None:
-    """model2vec reads the Rust tokenizer (through skeletoken); a Python-only one, or one it cannot parse, is
-    refused in one line."""
-    if getattr(tokenizer, "backend_tokenizer", None) is None:
-        raise StaticExportError(
-            f"model2vec cannot distil {name}: its tokenizer ({type(tokenizer).__name__}) has no "
-            "fast (Rust) tokenizer, which model2vec reads"
-        )
-    from skeletoken import TokenizerModel
-
-    try:
-        with _quiet(progress=False):
-            TokenizerModel.from_transformers_tokenizer(tokenizer).to_tokenizer()
-    except Exception as error:  # noqa: BLE001 - skeletoken raises pydantic, value and key errors alike
-        raise StaticExportError(f"model2vec cannot distil {name}'s tokenizer: {_first_line(error)}") from error
 
 
 def export_static(
@@ -280,7 +133,7 @@ def _raw_rows(model, tokenizer, pooling: str, device: str, progress: bool, path:
 
     model.name_or_path = path if path and os.path.exists(path) else ""  # local: model2vec asks no hub for a card
     try:
-        with _quiet(progress):
+        with quiet(progress):
             return distill_from_model(
                 model,
                 tokenizer,
@@ -291,7 +144,7 @@ def _raw_rows(model, tokenizer, pooling: str, device: str, progress: bool, path:
                 pooling=pooling,
             )
     except Exception as error:  # noqa: BLE001 - a model model2vec cannot run fails in many ways; one line
-        raise StaticExportError(f"model2vec cannot distil {type(model).__name__}: {_first_line(error)}") from error
+        raise StaticExportError(f"model2vec cannot distil {type(model).__name__}: {first_line(error)}") from error
 
 
 def pca_map(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -384,29 +237,3 @@ def section(
         "distill_seconds": distilled.seconds,
         "parity": parity,
     }
-
-
-@contextmanager
-def _quiet(progress: bool) -> Iterator[None]:
-    """model2vec's and skeletoken's warnings silenced (they describe their own tokenizer rewriting), and
-    model2vec's progress bar off unless progress is wanted."""
-    from model2vec.distill import inference
-
-    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
-    levels = [each.level for each in loggers]
-    bar = inference.tqdm
-    for each in loggers:
-        each.setLevel(logging.ERROR)
-    if not progress:
-        inference.tqdm = partial(bar, disable=True)
-    try:
-        yield
-    finally:
-        inference.tqdm = bar
-        for each, level in zip(loggers, levels):
-            each.setLevel(level)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:300]

@@ -28,7 +28,9 @@ from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location, check_replaceable
 from layerpick.core.layer_list import check_layer_range, parse_layer_list
 from layerpick.core.models import LoadedModel, LoadOptions, load_model, peek_num_layers
-from layerpick.exporting import job, static
+from layerpick.exporting import job, static_checks
+from layerpick.exporting import request as export_request
+from layerpick.exporting.errors import ExportError
 from layerpick.exporting.config import ExportConfig
 
 INDEX_FILE = "layers.json"
@@ -57,7 +59,7 @@ def layer_name(k: int) -> str:
 def parse_layers(text: str) -> list[int]:
     """Comma-separated layers (as bench's `--layers`), sorted, repeats dropped; each at least 1 (an export keeps
     the first K blocks). The upper bound needs the model (`check_range`)."""
-    return parse_layer_list(text, first=1, grammar="comma-separated layers, e.g. 2,6,12", error=job.ExportError)
+    return parse_layer_list(text, first=1, grammar="comma-separated layers, e.g. 2,6,12", error=ExportError)
 
 
 def check_range(layers: Sequence[int], num_layers: int | None) -> None:
@@ -71,19 +73,19 @@ def check_request(
     output: Path,
     config: ExportConfig,
     load_options: LoadOptions = LoadOptions(),
-) -> tuple[list[int], job.ExportRequest]:
+) -> tuple[list[int], export_request.ExportRequest]:
     """Every check that needs no weights: `--layers` with `--format static` only, not with `--report`, each
     layer in range, each export as `--layer K` would check it, and the output."""
-    if config.format != static.FORMAT:
-        raise job.ExportError(
+    if config.format != static_checks.FORMAT:
+        raise ExportError(
             "--layers writes one static export per layer: add --format static (or export one layer with --layer K)"
         )
     if config.report is not None:
-        raise job.ExportError("--layers names the layers to distil: drop --report (or export its layer alone)")
+        raise ExportError("--layers names the layers to distil: drop --report (or export its layer alone)")
     chosen = parse_layers(",".join(map(str, layers)) if not isinstance(layers, str) else layers)
-    request = job.check_request(model, chosen[0], config, load_options)
+    request = export_request.check_request(model, chosen[0], config, load_options)
     check_range(chosen, peek_num_layers(model, load_options))
-    job.check_not_own_source(model, output)
+    export_request.check_not_own_source(model, output)
     check_output(output, config.overwrite)
     check_output_location(output, "--output")
     return chosen, request
@@ -100,7 +102,7 @@ def export_static_layers(
     model: str,
     layers: str | Sequence[int],
     output: Path,
-    config: ExportConfig = ExportConfig(format=static.FORMAT),
+    config: ExportConfig = ExportConfig(format=static_checks.FORMAT),
     *,
     load_options: LoadOptions = LoadOptions(),
 ) -> StaticLayersResult:
@@ -118,7 +120,7 @@ def export_static_layers(
 
 
 def _export_layer(
-    request: job.ExportRequest, loaded: LoadedModel, k: int, output: Path, built: Path
+    request: export_request.ExportRequest, loaded: LoadedModel, k: int, output: Path, built: Path
 ) -> job.ExportResult:
     """Layer K's static export, from a copy of the full model (the export cuts and prunes what it is given)."""
     plan = dataclasses.replace(request.plan, layer=k)
@@ -140,7 +142,7 @@ def index(model: str, results: Sequence[job.ExportResult]) -> dict[str, Any]:
     """layers.json: which folder holds which layer, and each table's size and cosine to its cut."""
     return {
         "model": model,
-        "format": static.FORMAT,
+        "format": static_checks.FORMAT,
         "layers": [each.layer for each in results],
         "exports": {
             str(each.layer): {

@@ -91,15 +91,15 @@ def test_ctrl_c_under_debug_shows_where_and_keeps_130(tiny_dirs, tmp_path):
 def test_an_interrupt_swallowed_by_a_library_commits_nothing(tiny_dirs, tmp_path, monkeypatch):
     """The atomic writers honour a requested interrupt even when the KeyboardInterrupt never came up: an export
     whose parity pass 'swallowed' Ctrl-C stops before the directory is moved into place."""
-    from layerpick.exporting import job
+    from layerpick.exporting import job, parity
 
-    collect = job.collect
+    collect = parity.collect
 
     def swallowing(*args, **kwargs):
         interrupt.request()  # the SIGINT handler ran; some library caught the KeyboardInterrupt and carried on
         return collect(*args, **kwargs)
 
-    monkeypatch.setattr(job, "collect", swallowing)
+    monkeypatch.setattr(parity, "collect", swallowing)
     interrupt.reset()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -129,7 +129,7 @@ def _raise_once(monkeypatch, target, name: str) -> None:
 
 
 def _points():
-    from layerpick.exporting import job as export_job
+    from layerpick.exporting import parity as export_parity
     from layerpick.selection import job as select_job
     from layerpick.selection import report as select_report
     from layerpick.validation import run as validation_run
@@ -140,7 +140,7 @@ def _points():
         "select-writing-report": ((select_report, "plot_metrics"), ()),
         "select-recorded": ((workflow.Ledger, "record"), ()),
         "validate": ((validation_run, "_evaluate"), ("select",)),
-        "export-parity": ((export_job, "check_parity"), ("select", "validate")),
+        "export-parity": ((export_parity, "check_parity"), ("select", "validate")),
         "bench": ((workflow, "run_bench"), ("select", "validate", "export")),
         "model-card": ((workflow, "annotate_export"), STAGES),
     }

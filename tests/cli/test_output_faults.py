@@ -73,7 +73,7 @@ def test_a_signal_during_an_export_cleans_up_like_ctrl_c(name, signum, code, tin
     out = tmp_path / "cut"
     child = launch(
         tmp_path,
-        "layerpick.exporting.job:check_parity",
+        "layerpick.exporting.parity:check_parity",
         "before",
         "export",
         tiny_dirs("llama"),
@@ -121,7 +121,7 @@ def test_staging_left_by_a_killed_export_is_swept_by_the_next(tiny_dirs, tmp_pat
     out = tmp_path / "cut"
     child = launch(
         tmp_path,
-        "layerpick.exporting.job:check_parity",
+        "layerpick.exporting.parity:check_parity",
         "before",
         "export",
         tiny_dirs("llama"),
@@ -257,7 +257,7 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     out = tmp_path / "run"
     model = str(tiny_dirs("llama"))
     base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--no-bench", "--output", str(out), "-q"]
-    a = launch(tmp_path, "layerpick.exporting.job:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
+    a = launch(tmp_path, "layerpick.exporting.parity:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
     b = invoke(*base, "--rule", "max-lidar", env=QUIET)  # in this test's process: another process than A's
     assert b.returncode == 1, b.stderr
     assert f"--output {out} is being written by process {a.process.pid}" in one_error_line(b.stderr)

@@ -16,7 +16,8 @@ from sentence_transformers import SentenceTransformer
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import PARITY_TOLERANCE, export_model
+from layerpick.exporting.job import export_model
+from layerpick.exporting.parity import PARITY_TOLERANCE
 from tests.testkit.tiny import TEXTS
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]

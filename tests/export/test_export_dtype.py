@@ -14,7 +14,8 @@ from sentence_transformers import SentenceTransformer
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import LoadOptions, load_model
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import PARITY_TOLERANCE, export_model
+from layerpick.exporting.job import export_model
+from layerpick.exporting.parity import PARITY_TOLERANCE
 from tests.testkit.tiny import TEXTS
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,8 @@ from layerpick.core import registry
 from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
+from layerpick.exporting.job import export_model
+from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
 from layerpick.exporting.st_layout import layout_problems
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

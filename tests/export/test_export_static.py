@@ -23,10 +23,11 @@ from layerpick.cli.app import app
 from layerpick.core import registry, surgery
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.exporting import model_card, static
+from layerpick.exporting import model_card, static, static_checks
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import DEFAULT_PARITY_TEXTS, export_model
-from layerpick.exporting.static import StaticExportError, StaticRequest
+from layerpick.exporting.job import export_model
+from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
+from layerpick.exporting.static_checks import StaticExportError, StaticRequest
 from tests.testkit.tasks import sts_folder
 from tests.testkit.tiny import TEXTS, make_loaded, make_model, make_tokenizer, parameter_count
 
@@ -266,7 +267,7 @@ def test_a_report_picked_under_a_transform_distils_its_layer_without_it(tiny_dir
     write_report(picked, tmp_path / "select")
     report = tmp_path / "select" / "report.json"
     assert json.loads(report.read_text())["transform"]["name"] == "whiten-8"
-    with caplog.at_level("WARNING", logger="layerpick.exporting.static"):
+    with caplog.at_level("WARNING", logger="layerpick.exporting.static_checks"):
         result = export_model(
             source,
             None,
@@ -319,9 +320,9 @@ def test_quantize_is_for_onnx_only(tmp_path):
 
 
 def test_missing_extra_names_the_extra(tiny_dirs, tmp_path, monkeypatch):
-    real = static.importlib.util.find_spec
+    real = static_checks.importlib.util.find_spec
     monkeypatch.setattr(
-        static.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a)
+        static_checks.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a)
     )
     result = CliRunner().invoke(
         app, ["export", str(tiny_dirs("bert")), "--layer", "2", "--output", str(tmp_path / "out"), "--format", "static"]
@@ -364,10 +365,10 @@ def test_a_failed_distillation_is_one_line_and_leaves_nothing(tiny_dirs, tmp_pat
 
 def test_the_loaded_model_sets_the_default_dimension_and_the_limit():
     loaded = make_loaded("bert")
-    assert static.check_model(loaded, StaticRequest(None), "cls") == static.StaticPlan(32, "first", 32)
-    assert static.check_model(loaded, StaticRequest(8), "mean").dims == 8
+    assert static_checks.check_model(loaded, StaticRequest(None), "cls") == static_checks.StaticPlan(32, "first", 32)
+    assert static_checks.check_model(loaded, StaticRequest(8), "mean").dims == 8
     with pytest.raises(StaticExportError, match=r"--static-dims 33 is above the model's hidden size \(32\)"):
-        static.check_model(loaded, StaticRequest(33), "mean")  # where config.json could not be read before
+        static_checks.check_model(loaded, StaticRequest(33), "mean")  # where config.json could not be read before
 
 
 def test_the_pca_map_takes_rows_to_their_scores():

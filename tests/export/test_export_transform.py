@@ -18,7 +18,8 @@ from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.models import load_model
 from layerpick.core.transform import fit, parse_transform
 from layerpick.exporting.config import ExportConfig
-from layerpick.exporting.job import ExportError, export_model
+from layerpick.exporting.errors import ExportError
+from layerpick.exporting.job import export_model
 from layerpick.selection.config import SelectConfig
 from layerpick.selection.job import run_select
 from layerpick.selection.report import write_report

@@ -1,7 +1,7 @@
 """The real `layerpick` entry point in a child process, paused at a chosen function, so that a test can send it
 a signal, or start a second process, at an exact moment (no timing guesses).
 
-`launch(tmp_path, "layerpick.exporting.job:check_parity", "before", *argv)` starts `layerpick *argv` with that
+`launch(tmp_path, "layerpick.exporting.parity:check_parity", "before", *argv)` starts `layerpick *argv` with that
 function wrapped: on reaching it ("before") or on returning from it ("after") the child writes a marker file
 and waits until the test sends a signal or calls `release`. The wrapper is installed on the module
 attribute, so every caller that looks the function up through its module goes through it.
