@@ -257,8 +257,9 @@ def _heal(facts: ExportFacts) -> str:
         "its vectors are no longer layer K's (the parity below was measured on the plain cut of the first K "
         f"blocks, before healing). On {after.get('texts')} held-out texts, mean cosine to the teacher "
         f"{before['cosine']:.4f} -> {after['cosine']:.4f}, overlap of the {after.get('k')} nearest neighbours "
-        f"{before['knn_overlap']:.4f} -> {after['knn_overlap']:.4f}. The Reproduce section below is the heal's "
-        "command.\n"
+        f"{before['knn_overlap']:.4f} -> {after['knn_overlap']:.4f}."
+        + (" The Reproduce section below is the heal's command." if facts.command == heal.get("command") else "")
+        + "\n"
     )
 
 
@@ -643,15 +644,18 @@ def annotate_export(
     validation: dict[str, Any] | None = None,
     speedup: Any = None,
     heal: dict[str, Any] | None = None,
+    onnx: dict[str, Any] | None = None,
 ) -> None:
-    """Add what was measured or done after an export (validation by layer, speed-up, healing) to its
-    layerpick.json and model card. Each file is written beside itself and renamed over the old one."""
+    """Add what was measured or done after an export (validation by layer, speed-up, healing, an ONNX graph added
+    to it) to its layerpick.json and model card. Each file is written beside itself and renamed over the old one."""
     path = Path(directory) / METADATA_FILE
     document = ExportMetadata.read(path)
     if validation is not None:
         document = dataclasses.replace(document, validation=validation)
     if speedup is not None:
         document = dataclasses.replace(document, speedup=speedup)
+    if onnx is not None:
+        document = dataclasses.replace(document, onnx=onnx)
     if heal is not None:  # the heal's command remakes a healed export (the cut's export went into its work folder)
         document = dataclasses.replace(document, heal=heal, command=str(heal.get("command") or document.command))
     facts = facts_from_metadata(document)

@@ -79,7 +79,7 @@ def test_variables_reach_the_command(tiny_dirs, tmp_path):
         "LAYERPICK_QUIET": "1",
         "LAYERPICK_MIN_SPEEDUP": "1.9",
     }
-    done = invoke("select", "--metrics", "dime", "--output", tmp_path / "out", "--json", env=env)
+    done = invoke("select", "--metrics", "dime", "--transform", "none", "--output", tmp_path / "out", "--json", env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["model"] == str(tiny_dirs("llama"))
@@ -115,7 +115,8 @@ def test_every_command_help_shows_an_example(command):
 @pytest.mark.slow
 def test_output_is_plain_when_not_a_terminal(tiny_dirs, tmp_path):
     """CI logs: no colour or cursor escape codes when stdout and stderr are not a terminal (here: captured)."""
-    done = invoke("select", tiny_dirs("llama"), "--limit", "12", "--metrics", "dime", "--output", tmp_path / "out")
+    line = ["select", tiny_dirs("llama"), "--limit", "12", "--metrics", "dime", "--transform", "none"]
+    done = invoke(*line, "--output", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert "layer" in done.stdout and "forward pass" in done.stderr
     assert "\x1b[" not in done.stdout + done.stderr

@@ -150,7 +150,8 @@ def _points():
 def test_an_interrupted_run_resumes(point, tiny_dirs, tmp_path, monkeypatch):
     (target, name), finished = _points()[point]
     task = sts_folder(tmp_path)
-    config = RunConfig(tasks=(str(task),), layers="last", select=SelectConfig(limit=12, metrics="dime"), bench=BENCH)
+    select = SelectConfig(limit=12, metrics="dime", transform="none")  # no whitening fit: not what is under test
+    config = RunConfig(tasks=(str(task),), layers="last", select=select, bench=BENCH)
     out = tmp_path / "out"
     model = str(tiny_dirs("llama"))
     with monkeypatch.context() as patch:
@@ -197,7 +198,7 @@ def test_ctrl_c_during_shutdown_keeps_a_finished_command_a_success(command, tiny
     """After the output is committed and the last line printed, Ctrl-C while the interpreter shuts down does not
     turn success into failure (issue 33, cause 13)."""
     out = tmp_path / "out"
-    tail = ["--layer", "1"] if command == "export" else ["--limit", "12", "--metrics", "dime"]
+    tail = ["--layer", "1"] if command == "export" else ["--limit", "12", "--metrics", "dime", "--transform", "none"]
     done = subprocess.run(
         [sys.executable, "-c", SHUTDOWN_LAUNCHER, command, tiny_dirs("llama"), *tail, "--output", str(out), "-q"],
         capture_output=True,

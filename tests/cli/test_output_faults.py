@@ -256,7 +256,8 @@ def test_two_runs_on_one_folder_never_mix(tiny_dirs, tmp_path):
     A's command run again reuses A's stages, not B's."""
     out = tmp_path / "run"
     model = str(tiny_dirs("llama"))
-    base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--no-bench", "--output", str(out), "-q"]
+    base = ["run", model, "--limit", "12", "--metrics", "dime,lidar", "--transform", "none", "--no-bench", "-q"]
+    base += ["--output", str(out)]
     a = launch(tmp_path, "layerpick.exporting.parity:check_parity", "before", *base, "--rule", "min-dime", env=QUIET)
     b = invoke(*base, "--rule", "max-lidar", env=QUIET)  # in this test's process: another process than A's
     assert b.returncode == 1, b.stderr
@@ -459,13 +460,31 @@ def test_a_run_stopped_by_a_full_disk_resumes(small_disk, tiny_dirs, capsys):
 
 FINAL = [  # each command that writes names its last write, so a signal after it no longer fails the command
     ("export", ["export", "{model}", "--layer", "2", "--output", "{ws}/cut"]),
-    ("select", ["select", "{model}", "--limit", "12", "--metrics", "dime", "--output", "{ws}/sel"]),
+    (
+        "select",
+        ["select", "{model}", "--limit", "12", "--metrics", "dime", "--transform", "none", "--output", "{ws}/sel"],
+    ),
     ("collect", ["collect", "{model}", "--limit", "4", "--output", "{ws}/states.safetensors"]),
     (
         "validate",
         ["validate", "{model}", "--tasks", "{sts}", "--layers", "1", "--output", "{ws}/v", "--store", "{ws}/store"],
     ),
-    ("run", ["run", "{model}", "--limit", "12", "--metrics", "dime", "--no-bench", "--output", "{ws}/r"]),
+    (
+        "run",
+        [
+            "run",
+            "{model}",
+            "--limit",
+            "12",
+            "--metrics",
+            "dime",
+            "--transform",
+            "none",
+            "--no-bench",
+            "--output",
+            "{ws}/r",
+        ],
+    ),
     ("compare", ["compare", "{ws}/sel/report.json", "{ws}/sel/report.json", "--output", "{ws}/c"]),
 ]
 
