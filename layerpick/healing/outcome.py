@@ -1,11 +1,11 @@
 """Whether a heal's training went right, checked before anything is written: every step's loss finite (a trainer
 callback stops the training at the first that is not), and the held-out fidelity to the teacher not fallen below the
-plain cut's.
+cut's before training.
 
 A heal that made the cut worse is refused (exit 1, nothing written, its checkpoints dropped), not written with a
 warning: an exit 0 means the written model is what the record says, and a healed export worse than the plain cut is
-never what a heal is for (`layerpick export` gives the plain cut at no cost, and `run --heal-layers` would ship the
-worse one without anyone reading a warning). Its checkpoints are dropped because resuming them gives the same
+never what a heal is for (the cut it started from is there at no cost, and `run --heal-layers` would ship the worse
+one without anyone reading a warning). Its checkpoints are dropped because resuming them gives the same
 model; every setting that could change the outcome (the learning rate first) is in the run key, so another try
 starts over anyway. A fall within `FALL_TOLERANCE` is the noise of training a cut that already nearly equals its
 teacher (a tiny random mpnet cut starts at a cosine of 0.9998): it is written, with a warning.
@@ -58,13 +58,13 @@ def finite_losses(config: HealConfig) -> Any:
 
 
 def check_fidelity(before: Fidelity, after: Fidelity, config: HealConfig) -> None:
-    """Refuse a heal whose held-out cosine to the teacher ends more than FALL_TOLERANCE below the plain cut's
-    (non-finite included); warn of a smaller fall."""
+    """Refuse a heal whose held-out cosine to the teacher ends more than FALL_TOLERANCE below the cut's before
+    training (non-finite included); warn of a smaller fall."""
     fall = before.cosine - after.cosine
     if not math.isfinite(after.cosine) or fall > FALL_TOLERANCE:
         raise HealOutcomeError(
-            f"the heal made the cut worse: its held-out cosine to the teacher fell from {before.cosine:.4f} to "
-            f"{after.cosine:.4f}; nothing was written (the plain cut is `layerpick export`): {try_instead(config)}"
+            f"the heal made the cut worse: its held-out cosine to the teacher fell from {before.cosine:.4f} before "
+            f"training to {after.cosine:.4f}; nothing was written: {try_instead(config)}"
         )
     if fall > 0:
         logger.warning(

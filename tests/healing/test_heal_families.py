@@ -36,9 +36,13 @@ def test_select_scores_every_layer_of_the_embedder(embedder):
     assert report.num_layers == 4 and 0 <= report.selected_layer <= 4, family
 
 
-def test_the_healed_cut_keeps_the_teachers_pipeline(embedder, heal_texts, tmp_path):
+def test_the_healed_cut_keeps_the_teachers_pipeline(embedder, heal_texts, tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformer
 
+    # a heal that leaves the cut further from its teacher is refused (test_heal_faults.py); a random tiny cut can
+    # start at its teacher and lose to one epoch at 1e-3 (mpnet, from spread blocks: 0.9997 -> 0.975): what is
+    # checked here is the pipeline the healed export keeps, so that refusal is off
+    monkeypatch.setattr("layerpick.healing.outcome.FALL_TOLERANCE", 2.0)
     family, path = embedder
     config = HealConfig(fit_texts=str(heal_texts), epochs=1, batch_size=16, learning_rate=1e-3, progress=False)
     report = heal_model(str(path), 2, tmp_path / "healed", config)
