@@ -3,8 +3,8 @@
 Owns: the order of an export's steps once its request is checked (`request`) and its output locked: load, fit a
 transform, take the reference, cut (blocks K.. physically dropped, not masked), save, prove with the parity check
 (`parity`), and for `--format onnx` or `--format static` the graph (`onnx.step`) or the table (`static`); the
-disk space it needs; and the facts it hands to the documents written beside the weights (`model_card`:
-layerpick.json, README.md). The file format and the atomic output directory live in `st_layout`. With `--format
+disk space it needs; and the facts it hands to the documents written beside the weights (`facts`: layerpick.json;
+`model_card`: README.md). The file format and the atomic output directory live in `st_layout`. With `--format
 static` the proven cut is saved and checked in the staging directory only, and what is moved into place is the
 static table distilled from it. An export that fails any step leaves nothing behind.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from layerpick._util.disk import check_free
+from layerpick._util.filenames import METADATA_FILE
 from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
@@ -29,9 +30,12 @@ from layerpick.core.models import LoadedModel, LoadOptions, load_model, resolve_
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import Prompt, default_pooling
 from layerpick.errors import LayerpickError
-from layerpick.exporting import model_card, parity, prompted, st_layout, static, static_checks, transformed
+from layerpick.exporting import parity, prompted, st_layout, static, static_checks, transformed
+from layerpick.exporting.annotate import original_source
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.errors import ExportError
+from layerpick.exporting.facts import ExportFacts, metadata_json, package_of, reproduce_command
+from layerpick.exporting.model_card import CARD_FILE, render_model_card
 from layerpick.exporting.onnx import step as onnx_step
 from layerpick.exporting.request import (
     ExportPlan,
@@ -172,7 +176,7 @@ def cut_and_save(
             if static_plan
             else None
         )
-        command = model_card.reproduce_command(
+        command = reproduce_command(
             model,
             str(output),
             layer=plan.layer,
@@ -189,7 +193,7 @@ def cut_and_save(
             fit_texts=config.fit_texts,
             field=config.field,
         )
-        facts = model_card.ExportFacts(
+        facts = ExportFacts(
             model=model,
             source_path=loaded.path,
             revision=loaded.revision,
@@ -208,7 +212,7 @@ def cut_and_save(
             parity_texts=len(texts),
             command=command,
             notes=(*loaded.notes, *notes),
-            package=model_card.package_of(model),
+            package=package_of(model),
             report=plan.report.to_json() if plan.report else None,
             report_path=plan.report_path,
             speedup=plan.report.extra.get("speedup") if plan.report else None,
@@ -219,7 +223,7 @@ def cut_and_save(
             onnx=onnx,
             prompt=prompt_facts,
             transform=fitted.to_json() if fitted else None,
-            baseline=model_card.original_source(loaded.path),
+            baseline=original_source(loaded.path),
             static=static_facts,
             heal=inherited_heal(loaded.path, plan.layer, num_layers),
         )
@@ -227,7 +231,7 @@ def cut_and_save(
     return _result(output, facts)
 
 
-def _result(output: Path, facts: model_card.ExportFacts) -> ExportResult:
+def _result(output: Path, facts: ExportFacts) -> ExportResult:
     return ExportResult(
         output,
         facts.layer,
@@ -332,7 +336,7 @@ def inherited_heal(source: str | None, layer: int, num_layers: int) -> dict[str,
     the healed ones, so the section still describes them. Cut further, it is a new cut and the section goes."""
     from layerpick.exporting.metadata import ExportMetadata
 
-    path = Path(source) / model_card.METADATA_FILE if source else None
+    path = Path(source) / METADATA_FILE if source else None
     if layer != num_layers or path is None or not path.is_file():
         return None
     try:
@@ -346,9 +350,9 @@ def _carried(loaded: LoadedModel) -> dict[str, Any] | None:
     return loaded.pipeline.describe() if loaded.pipeline.sentence_transformers else None
 
 
-def _write_documents(target: Path, facts: model_card.ExportFacts) -> None:
-    (target / model_card.METADATA_FILE).write_text(model_card.metadata_json(facts), encoding="utf-8")
-    (target / model_card.CARD_FILE).write_text(model_card.render_model_card(facts), encoding="utf-8")
+def _write_documents(target: Path, facts: ExportFacts) -> None:
+    (target / METADATA_FILE).write_text(metadata_json(facts), encoding="utf-8")
+    (target / CARD_FILE).write_text(render_model_card(facts), encoding="utf-8")
 
 
 def _weights_bytes(directory: Path) -> int:

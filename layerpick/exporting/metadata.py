@@ -1,8 +1,8 @@
 """An export's `layerpick.json` ("layerpick-export/1") as `ExportMetadata`, and reading it from an export folder.
 
-The one place that knows the file's keys. `export/model_card.py` builds it from `ExportFacts`; every reader (bench,
+The one place that knows the file's keys. `exporting/facts.py` builds it from `ExportFacts`; every reader (bench,
 serve, validate --exported, run, the CLI) goes through `read_metadata` or `ExportMetadata.read`. Nested sections
-(source, parity, selection, onnx, static) stay JSON objects; their keys are written by `model_card.py`, except `heal`
+(source, parity, selection, onnx, static) stay JSON objects; their keys are written by `facts.py`, except `heal`
 (a healed export: `layerpick.healing.result.HealReport`'s JSON).
 """
 

@@ -29,11 +29,8 @@ from layerpick.errors import (
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.errors import ExportError, ParityError
 from layerpick.exporting.job import export_model
-from layerpick.exporting.model_card import (
-    ExportFacts,
-    render_model_card,
-    reproduce_command,
-)
+from layerpick.exporting.facts import ExportFacts, reproduce_command
+from layerpick.exporting.model_card import render_model_card
 from layerpick._util.output_errors import OutputExistsError
 from layerpick.exporting.st_layout import (
     POOLING_FLAGS,

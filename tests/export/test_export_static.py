@@ -23,7 +23,7 @@ from layerpick.cli.app import app
 from layerpick.core import registry, surgery
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerpickError
-from layerpick.exporting import model_card, static, static_checks
+from layerpick.exporting import annotate, static, static_checks
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.job import export_model
 from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
@@ -187,7 +187,7 @@ def test_the_cli_renders_the_table_and_writes_normalize(llama_cli):
 def test_the_model_card_says_what_the_static_model_is_and_survives_annotation(bert_static, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(bert_static, copy)
-    model_card.annotate_export(copy, speedup=12.5)
+    annotate.annotate_export(copy, speedup=12.5)
     card = (copy / "README.md").read_text()
     assert "static embeddings from layer 2 of 4" in card and "## Static model" in card
     assert "- model2vec" in card and "StaticModel.from_pretrained" in card and "12.50x" in card
