@@ -47,14 +47,7 @@ def check_texts(texts: Sequence[str] | None) -> tuple[str, ...]:
 
 def parity_config(representation: str, prompt: Prompt, pooling: str, max_length: int, progress: bool) -> CollectConfig:
     """How the parity texts are collected: as the export pools them, in small batches."""
-    return CollectConfig(
-        pooling=pooling,
-        representation=representation,
-        batch_size=PARITY_BATCH_SIZE,
-        max_length=max_length,
-        progress=progress,
-        prompt=prompt,
-    )
+    return CollectConfig(pooling, representation, PARITY_BATCH_SIZE, max_length, progress, prompt)
 
 
 def reference_embeddings(loaded: LoadedModel, texts: Sequence[str], layer: int, config: CollectConfig) -> torch.Tensor:

@@ -16,13 +16,13 @@ packaged model), and a warning says so.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Iterator
 
+from layerpick._util.extras import missing_extra
 from layerpick.errors import LayerpickError
 
 logger = logging.getLogger(__name__)
@@ -56,11 +56,9 @@ class StaticPlan:
 
 def require() -> None:
     """A one-line error naming the extra when model2vec (or what it distils with) is not installed."""
-    missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise StaticExportError(
-            f"--format static needs the optional extra: pip install 'layerpick[static]' (missing: {', '.join(missing)})"
-        )
+    message = missing_extra("static", PACKAGES, "--format static")
+    if message:
+        raise StaticExportError(message)
 
 
 def table_plan(config, plan):

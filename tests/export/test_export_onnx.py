@@ -16,6 +16,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from typer.testing import CliRunner
 
+from layerpick._util import extras
 from layerpick.benchmark.config import BenchConfig, BenchError
 from layerpick.benchmark.run import run_bench
 from layerpick.cli.app import app
@@ -373,9 +374,9 @@ def test_bad_requests_fail_before_loading(options, message, tmp_path):
 
 
 def test_missing_extra_names_the_package(sources, tmp_path, monkeypatch):
-    real = onnx_graph.importlib.util.find_spec
+    real = extras.importlib.util.find_spec
     monkeypatch.setattr(
-        onnx_graph.importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
+        extras.importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
     )
     result = CliRunner().invoke(
         app, ["export", str(sources["llama"]), "--layer", "2", "--output", str(tmp_path / "out"), "--format", "onnx"]

@@ -17,6 +17,7 @@ from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
 from typer.testing import CliRunner
 
+from layerpick._util import extras
 from layerpick.benchmark.config import BenchConfig, BenchError
 from layerpick.benchmark.run import run_bench
 from layerpick.cli.app import app
@@ -320,9 +321,9 @@ def test_quantize_is_for_onnx_only(tmp_path):
 
 
 def test_missing_extra_names_the_extra(tiny_dirs, tmp_path, monkeypatch):
-    real = static_checks.importlib.util.find_spec
+    real = extras.importlib.util.find_spec
     monkeypatch.setattr(
-        static_checks.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a)
+        extras.importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a)
     )
     result = CliRunner().invoke(
         app, ["export", str(tiny_dirs("bert")), "--layer", "2", "--output", str(tmp_path / "out"), "--format", "static"]

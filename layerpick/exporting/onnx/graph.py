@@ -17,7 +17,6 @@ declares it, reads `last_hidden_state` (or `token_embeddings`) and pools itself)
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import logging
 import warnings
@@ -28,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from layerpick._util.extras import missing_extra
 from layerpick.errors import LayerpickError
 
 logger = logging.getLogger(__name__)
@@ -58,11 +58,9 @@ class OnnxExportError(LayerpickError):
 
 def require(packages: Sequence[str] = EXPORT_PACKAGES, purpose: str = "--format onnx") -> None:
     """Raise a one-line error naming what to install when any of `packages` is missing."""
-    missing = [name for name in packages if importlib.util.find_spec(name) is None]
-    if missing:
-        raise OnnxExportError(
-            f"{purpose} needs the optional extra: pip install 'layerpick[onnx]' (missing: {', '.join(missing)})"
-        )
+    message = missing_extra("onnx", packages, purpose)
+    if message:
+        raise OnnxExportError(message)
 
 
 def graph_inputs(model: nn.Module, tokenizer) -> list[str]:
