@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from layerpick._util import interrupt
 from layerpick.benchmark.config import BenchConfig
 from layerpick.cli.app import app
-from layerpick.cli.options import build, parse_sizes
+from layerpick.cli.options.values import build, parse_sizes
 from layerpick.comparison.run import compare_reports
 from layerpick.core.collect import CollectConfig
 from layerpick.core.collect_job import collect_layers

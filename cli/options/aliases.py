@@ -1,71 +1,18 @@
-"""Option aliases shared by the commands (`Annotated` types, each declared once here and used by every command
-that has the option), each also read from a LAYERPICK_* variable; and `default`, where every option that sets a
-config field takes its default from that config's dataclass (the one source of the defaults).
+"""The option aliases the commands share: each Typer option an `Annotated` type declared once here and used by every
+command that has it, each also read from a LAYERPICK_* variable where it names one. What they default to comes from
+the config dataclasses (`values.default`), at the command.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from layerpick._util.numerals import ascii_int
 from layerpick.core import registry
-from layerpick.core.load_options import LoadOptions
 from layerpick.core.prompts import BUILTIN_TEMPLATES, DEFAULT_PROMPT
 from layerpick.core.transform import DEFAULT_TRANSFORM
-from layerpick.frontier.choice import ChoiceOptions
-from layerpick.selection.config import SelectConfig
-
-
-def default(source: Any, path: str) -> Any:
-    """The default of field `path` of the dataclass `source` (`default(SelectConfig, "batch_size")`), where a
-    dotted path reads a field of a field's default (`"collect.batch_size"`: the batch size of
-    `SelectConfig().collect`); for a function, the default of its parameter `path`. The CLI's options take
-    their defaults from here, so changing a default in the dataclass changes the CLI."""
-    head, _, rest = path.partition(".")
-    if dataclasses.is_dataclass(source):
-        fields = {field.name: field for field in dataclasses.fields(source)}
-        if head not in fields:
-            raise AttributeError(f"{source.__name__} has no field {head!r}")
-        field = fields[head]
-        if field.default is not dataclasses.MISSING:
-            value = field.default
-        elif field.default_factory is not dataclasses.MISSING:
-            value = field.default_factory()
-        else:
-            raise TypeError(f"{source.__name__}.{head} has no default")
-    else:
-        parameter = inspect.signature(source).parameters[head]
-        if parameter.default is inspect.Parameter.empty:
-            raise TypeError(f"{source.__name__}({head}) has no default")
-        value = parameter.default
-    for name in rest.split(".") if rest else ():
-        value = getattr(value, name)
-    return value
-
-
-def build(target: Callable, parameters: dict, **values: Any) -> Any:
-    """`target` (a config dataclass or a library function) called with the command's `parameters` that are
-    named as its fields or parameters, and with `values` (by field name) for the ones a command names otherwise
-    or parses first. A command's options are named as the config fields they set, so this is the one place
-    that hands them over: `build(ServeConfig, locals())`."""
-    if dataclasses.is_dataclass(target):
-        names = {field.name for field in dataclasses.fields(target)}
-    else:
-        names = set(inspect.signature(target).parameters)
-    return target(
-        **{name: value for name, value in parameters.items() if name in names and name not in values}, **values
-    )
-
-
-def sizes_text(sizes: tuple[int, ...]) -> str:
-    """Batch sizes as an option takes them: `(1, 32)` -> "1,32" (`parse_sizes` reads it back)."""
-    return ",".join(str(size) for size in sizes)
 
 
 ModelArg = Annotated[
@@ -303,118 +250,3 @@ Threads = Annotated[
     Optional[int],
     typer.Option(min=1, help="Torch intra-op CPU threads (default: torch's own).", envvar="LAYERPICK_THREADS"),
 ]
-
-
-# parameter -> option: how every model-loading command loads its model (each a `LoadOptions` field of that name)
-LOAD_ALIASES = {
-    "revision": Revision,
-    "dtype": Dtype,
-    "device": Device,
-    "device_map": DeviceMap,
-    "max_memory": MaxMemory,
-    "trust_remote_code": TrustRemoteCode,
-    "allow_pickle": AllowPickle,
-    "gguf_file": GgufFile,
-}
-LOAD_OPTIONS = {name: (option, default(LoadOptions, name)) for name, option in LOAD_ALIASES.items()}
-
-
-def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], Any]) -> Callable:
-    """A decorator that gives a command the `options` (after its own) and hands it `build(values, own values)` as
-    the one argument `parameter`."""
-
-    def decorate(command: Callable) -> Callable:
-        signature = inspect.signature(command, eval_str=True)
-        own = [p for p in signature.parameters.values() if p.name != parameter]
-        added = [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value, annotation=annotation)
-            for name, (annotation, value) in options.items()
-        ]
-
-        @functools.wraps(command)
-        def wrapper(**kwargs):
-            values = {name: kwargs.pop(name) for name in options}
-            return command(**kwargs, **{parameter: build(values, kwargs)})
-
-        wrapper.__signature__ = signature.replace(parameters=[*own, *added])
-        return wrapper
-
-    return decorate
-
-
-SELECT_FIELDS = {  # parameter -> (option, its SelectConfig field): how `select` and `run` score layers and choose
-    "calibration": (Calibration, "calibration"),
-    "field": (Field, "field"),
-    "limit": (Limit, "limit"),
-    "metrics": (Metrics, "metrics"),
-    "rule": (Rule, "rule"),
-    "tolerance": (Tolerance, "tolerance"),
-    "min_speedup": (MinSpeedup, "min_speedup"),
-    "include_layer0": (IncludeLayer0, "include_layer0"),
-    "representation": (Representation, "collect.representation"),
-    "pooling": (Pooling, "collect.pooling"),
-    "batch_size": (BatchSize, "collect.batch_size"),
-    "max_length": (MaxLength, "collect.max_length"),
-    "views": (Views, "scoring.views"),
-    "alpha": (Alpha, "scoring.alpha"),
-    "seed": (Seed, "scoring.seed"),
-    "prompt": (Prompt, "prompt"),
-    "transform": (Transform, "transform"),
-    "fit_texts": (FitTexts, "fit_texts"),
-}
-SELECT_OPTIONS = {name: (option, default(SelectConfig, path)) for name, (option, path) in SELECT_FIELDS.items()}
-
-
-def select_config(values: dict, progress: bool) -> SelectConfig:
-    """The `SelectConfig` of the SELECT_FIELDS' values (what they leave out: `SelectConfig()`'s)."""
-    collect = dataclasses.replace(
-        default(SelectConfig, "collect"),
-        pooling=values["pooling"],
-        representation=values["representation"],
-        batch_size=values["batch_size"],
-        max_length=values["max_length"],
-        progress=progress,
-    )
-    scoring = dataclasses.replace(
-        default(SelectConfig, "scoring"), alpha=values["alpha"], views=values["views"], seed=values["seed"]
-    )
-    return SelectConfig(
-        calibration=values["calibration"],
-        field=values["field"],
-        limit=values["limit"],
-        metrics=values["metrics"],
-        rule=values["rule"],
-        tolerance=values["tolerance"],
-        min_speedup=values["min_speedup"],
-        include_layer0=values["include_layer0"],
-        collect=collect,
-        scoring=scoring,
-        prompt=values["prompt"],
-        transform=values["transform"],
-        fit_texts=values["fit_texts"],
-    )
-
-
-# --choose and --max-loss of `validate` and `run`, handed over as one `choice: ChoiceOptions`.
-with_choice_options = _option_group(
-    "choice",
-    {"choose": (Choose, None), "max_loss": (MaxLoss, None)},
-    lambda values, own: ChoiceOptions.parse(values["choose"], values["max_loss"]),
-)
-# The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
-with_load_options = _option_group("load", LOAD_OPTIONS, lambda values, own: LoadOptions(**values))
-# The scoring and selection options of `select` and `run`, handed over as one `selection: SelectConfig` (progress
-# bars follow the command's own `quiet`).
-with_select_options = _option_group(
-    "selection", SELECT_OPTIONS, lambda values, own: select_config(values, progress=not own.get("quiet", False))
-)
-
-
-def parse_sizes(text: str, option: str) -> tuple[int, ...]:
-    """A comma-separated list of positive batch sizes, or a usage error naming `option`."""
-    sizes = tuple(ascii_int(part.strip()) for part in text.split(",") if part.strip())
-    if None in sizes:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option)
-    if not sizes or min(sizes) < 1:
-        raise typer.BadParameter(f"batch sizes must be positive integers, got {text!r}", param_hint=option)
-    return sizes
