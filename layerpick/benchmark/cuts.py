@@ -184,7 +184,7 @@ def run_cuts(
 ) -> CutsResult:
     """Time every cut of `plan` against the full model side by side; memory per directory when asked."""
     from layerpick.benchmark.run import bench_texts, capped_config
-    from layerpick.core.models import resolve_device
+    from layerpick.core.devices import resolve_device
 
     config, notice = capped_config(config)
     device, texts = resolve_device(config.device), bench_texts(config.texts, config.seed)

@@ -72,7 +72,7 @@ def probe_main() -> None:
     request = json.load(sys.stdin)
     import torch
 
-    from layerpick.core.models import resolve_device
+    from layerpick.core.devices import resolve_device
 
     device = resolve_device(request["device"])
     if request.get("threads"):

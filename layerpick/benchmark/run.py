@@ -151,7 +151,7 @@ def capped_config(config: BenchConfig) -> tuple[BenchConfig, str | None]:
 
 def run_bench(directory: str | Path, config: BenchConfig = BenchConfig(), *, progress: bool = False) -> BenchResult:
     """Measure the exported model in `directory` against its full model, side by side."""
-    from layerpick.core.models import resolve_device
+    from layerpick.core.devices import resolve_device
 
     config, notice = capped_config(config)
     exported = Path(directory).expanduser()

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layerpick._util.numerals import is_ascii_number
+from layerpick.core.devices import resolve_device
 from layerpick.errors import LayerpickError
 
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
-DEVICES = ("cpu", "cuda", "mps", "auto")
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,7 @@ class LoadOptions:
         """Refuse an unknown dtype or device, or a device this machine does not have, before any loading."""
         if self.dtype not in DTYPE_NAMES:
             raise LayerpickError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(DTYPE_NAMES)}")
-        from layerpick.core.models import resolve_device  # whether the device is here: torch's to say
-
-        resolve_device(self.device)
+        resolve_device(self.device)  # whether the device is here: torch's to say
         if self.max_memory is not None:
             if not self.device_map:
                 raise LayerpickError("--max-memory applies to a model spread over devices: add --device-map auto")

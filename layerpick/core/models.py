@@ -22,7 +22,8 @@ from torch import nn
 
 from layerpick.core import registry, surgery
 from layerpick.core.gguf_cache import converted_gguf_dir
-from layerpick.core.load_options import DEVICES, DTYPE_NAMES, LoadOptions, parse_max_memory as parse_max_memory
+from layerpick.core.devices import resolve_device
+from layerpick.core.load_options import DTYPE_NAMES, LoadOptions, parse_max_memory as parse_max_memory
 from layerpick.core.hub import HubSource, hub_file, resolve_hub_id, suggestion
 from layerpick.core.load_errors import loading
 from layerpick.core.pooling import POOLING_MODES
@@ -33,7 +34,7 @@ from layerpick.core.st_source import (
     read_pipeline,
 )
 from layerpick.core.vocabulary import check_vocabulary
-from layerpick.errors import DeviceUnavailableError, LayerpickError, LayerRangeError, ModelNotFoundError
+from layerpick.errors import LayerpickError, LayerRangeError, ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -70,19 +71,6 @@ class LoadedModel:
         return own if own in POOLING_MODES else self.family.default_pooling
 
 
-def resolve_device(device: str) -> str:
-    """The device to run on: `auto` is CUDA, else MPS, else the CPU; a device this machine lacks is an error."""
-    if device not in DEVICES:
-        raise LayerpickError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise DeviceUnavailableError("CUDA is not available here; use --device cpu or auto")
-    if device == "mps" and not _mps_available():
-        raise DeviceUnavailableError("MPS is not available here; use --device cpu or auto")
-    return device
-
-
 def execution_device(module: nn.Module) -> torch.device:
     """Where `module` computes: under a device map, the execution device accelerate's hook gives its first part
     (its weights may be offloaded to the CPU or disk, on the meta device meanwhile); else its first parameter's."""
@@ -92,11 +80,6 @@ def execution_device(module: nn.Module) -> torch.device:
             if device is not None:
                 return torch.device(device)
     return next(module.parameters()).device
-
-
-def _mps_available() -> bool:
-    backend = getattr(torch.backends, "mps", None)
-    return bool(backend and backend.is_available())
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def runtime_problem(backend: str, device: str, threads: int | None) -> str | Non
     None; an unknown or missing device raises its own error here."""
     problem = backend_problem(backend, device) or check_threads(threads)
     if problem is None:
-        from layerpick.core.models import resolve_device
+        from layerpick.core.devices import resolve_device
 
         resolve_device(device)
     return problem
@@ -66,7 +66,7 @@ def load_sentence_transformer(directory: str | Path, device: str = "cpu"):
     from sentence_transformers import SentenceTransformer
 
     from layerpick.core.load_errors import loading
-    from layerpick.core.models import resolve_device
+    from layerpick.core.devices import resolve_device
 
     path = Path(directory).expanduser()
     if not (path / "modules.json").is_file():

@@ -5,7 +5,8 @@ A heal's texts mix passages of the model's length with sentences a tenth as long
 padded to its longest text: drawn at random, nearly every batch holds a passage, and a sentence costs as much as a
 passage. Here the texts are shuffled, cut into groups of many batches, sorted by length within a group, cut into
 batches, and the batches shuffled (transformers' `get_length_grouped_indices`, then a shuffle of whole batches),
-seeded by the run's seed and the epoch, so a resumed run draws the same batches.
+seeded by the run's seed and the epoch, so a resumed run draws the same batches. The dataset's text column
+(`TEXT_COLUMN`) is named here, below `train`, which builds the dataset and hands the trainer this sampler.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from sentence_transformers.base.sampler import DefaultBatchSampler
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
-from layerpick.healing.train import TEXT_COLUMN
+TEXT_COLUMN = "text"  # the column of the training dataset that holds the texts (`train` builds it)
 
 
 class LengthGroupedBatches(DefaultBatchSampler):

@@ -27,7 +27,8 @@ from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import check_field
 from layerpick.core.fingerprint import model_fingerprint, texts_fingerprint
-from layerpick.core.models import LoadOptions, peek_model_type, peek_num_layers, resolve_device
+from layerpick.core.devices import resolve_device
+from layerpick.core.models import LoadOptions, peek_model_type, peek_num_layers
 from layerpick.core.pooling import check_pooling
 from layerpick.core.surgery import family_of_type
 from layerpick.errors import LayerpickError, LayerRangeError

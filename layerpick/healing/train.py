@@ -30,8 +30,6 @@ from layerpick.healing.workspace import CHECKPOINTS, last_checkpoint, reset_trai
 
 logger = logging.getLogger(__name__)
 
-TEXT_COLUMN = "text"
-
 
 @dataclass(frozen=True)
 class TrainOutcome:
@@ -81,6 +79,8 @@ def train(
     checkpoints = work / CHECKPOINTS
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer
+
+    from layerpick.healing.batches import TEXT_COLUMN
 
     dataset = Dataset.from_dict({TEXT_COLUMN: list(texts), "label": vectors.tolist()})
     bf16 = uses_bf16(device)

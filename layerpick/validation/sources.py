@@ -18,7 +18,8 @@ from layerpick.exporting.metadata import ExportMetadata
 from layerpick.core.collect import CollectConfig
 from layerpick.core.cost import layer_costs
 from layerpick.core.load_errors import loading
-from layerpick.core.models import DTYPES, LoadOptions, load_model, resolve_device
+from layerpick.core.devices import resolve_device
+from layerpick.core.models import DTYPES, LoadOptions, load_model
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import PLAIN, Prompt, default_pooling
 from layerpick.core.transform import AffineMap

@@ -156,7 +156,7 @@ def planned(
             return kept
     except ReportFormatError:
         pass
-    from layerpick.core.models import resolve_device
+    from layerpick.core.devices import resolve_device
     from layerpick.healing.plan import probe_plan
 
     if heal.fit_texts is None:

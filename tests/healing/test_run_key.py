@@ -11,7 +11,7 @@ import os
 import pytest
 
 from layerpick.core.load_options import LoadOptions
-from layerpick.core.models import resolve_device
+from layerpick.core.devices import resolve_device
 from layerpick.healing import HealError, heal_model
 from layerpick.healing import teacher as teachers
 from layerpick.healing.job import run_key
