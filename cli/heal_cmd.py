@@ -14,6 +14,7 @@ from layerpick.cli import options as opt
 from layerpick.cli.options import default
 from layerpick.core import registry
 from layerpick.core.load_options import LoadOptions
+from layerpick.cli.onnx_options import GraphFormat, Quantize
 from layerpick.healing.config import HealConfig
 
 
@@ -89,6 +90,8 @@ def heal(
     loss: Annotated[str, typer.Option(help="cosine+mse, mse or cosine, to the teacher's vectors.")] = default(
         HealConfig, "loss"
     ),
+    format: GraphFormat = default(HealConfig, "format"),
+    quantize: Quantize = default(HealConfig, "quantize"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing export at --output.")] = default(
         HealConfig, "overwrite"
     ),

@@ -18,6 +18,7 @@ from layerpick.core import registry
 from layerpick.core.load_options import LoadOptions
 from layerpick.errors import LayerpickError
 from layerpick.frontier.choice import ChoiceOptions
+from layerpick.cli.onnx_options import GraphFormat, Quantize
 from layerpick.healing.config import HealConfig
 from layerpick._util.outputs import model_output_dir
 from layerpick.selection.config import SelectConfig
@@ -96,6 +97,8 @@ def run(
         Optional[str],
         typer.Option("--heal-blocks", help="With --heal-layers: heal's --blocks, spread or first (default spread)."),
     ] = None,
+    format: GraphFormat = default(RunConfig, "format"),
+    quantize: Quantize = default(RunConfig, "quantize"),
     as_json: opt.Json = False,
     quiet: opt.Quiet = False,
     selection: SelectConfig = SelectConfig(),

@@ -30,6 +30,7 @@ from layerpick.core.models import LoadedModel, LoadOptions, load_model, resolve_
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import Prompt, default_pooling
 from layerpick.errors import LayerpickError
+from layerpick.exporting.onnx import added
 from layerpick.exporting import parity, prompted, st_layout, static, static_checks, transformed
 from layerpick.exporting.annotate import original_source
 from layerpick.exporting.config import ExportConfig
@@ -96,6 +97,14 @@ def export_model(
     table model2vec distils from the proven cut (`export.static`), with `config.static_dims` PCA dimensions."""
     output = Path(output)
     layer = config.layer if layer is None else layer
+    healed = added.reexports_healed(model, layer, config)
+    if healed is not None:  # a healed export given its graph: its heal record and its teacher are kept
+        added.check_request(config.format, config.quantize)
+        check_not_own_source(model, output)
+        st_layout.check_output(output, config.overwrite)
+        check_output_location(output, "--output")
+        with output_lock(output):
+            return added.export_healed(model, healed, output, config.quantize, config.overwrite)
     request = check_request(model, layer, config, load_options)
     check_not_own_source(model, output)
     st_layout.check_output(output, config.overwrite)

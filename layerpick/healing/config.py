@@ -48,6 +48,8 @@ class HealConfig:
     # A checkpoint also within an epoch after this many minutes of training: an mpnet epoch over 8,000 passages and
     # sentences takes about 90 minutes on a 2-core CPU (benchmarks/results/heal.md); writing a checkpoint, seconds.
     checkpoint_minutes: float = 30.0
+    format: str = "sentence-transformers"  # or "onnx": the healed export gains its ONNX graph (`exporting.onnx.added`)
+    quantize: str | None = None  # "int8" (with format "onnx"): the int8 graph too, where it passes its check
     overwrite: bool = False
     progress: bool = True
 

@@ -41,6 +41,7 @@ from layerpick.exporting import (
     export_model,
 )
 from layerpick.exporting.metadata import ExportMetadata
+from layerpick.exporting.onnx.added import onnx_flags
 from layerpick.healing import blocks as heal_blocks
 from layerpick.healing import memory
 from layerpick.healing import teacher as teachers
@@ -329,4 +330,4 @@ def heal_command(model: str, layer: int, output: Path, config: HealConfig, load_
         value = getattr(config, name)
         if name != "fit_texts" and value != getattr(default, name):
             words += [f"--{name.replace('_', '-')}", str(value)]
-    return shlex.join(words + load_options.cli_flags())
+    return shlex.join(words + onnx_flags(config.format, config.quantize) + load_options.cli_flags())

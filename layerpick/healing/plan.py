@@ -30,8 +30,8 @@ DEFAULT_DEPTHS = (0.5, 0.75)
 # nDCG@10 on a task never seen; 10 epochs on 13,600 gained about one point for three times the minutes.
 DEFAULT_EPOCHS = 3
 DEFAULT_MINUTES = 20.0  # the budget of the first cut's heal on a 2-core CPU: about 4,000 minilm passages x 3 epochs
-PROBE_TEXTS = 48
-PROBE_BATCH = 16
+PROBE_TEXTS = 64
+PROBE_BATCH = 32  # the teacher's encode batch; the heal trains in batches of 64 texts of similar length
 
 
 def default_cuts(num_layers: int) -> list[int]:
@@ -53,28 +53,35 @@ class Speed:
 
 
 def probe(encoder: Any, texts: Sequence[str], seed: int = 0) -> Speed:
-    """Time `encoder` (a SentenceTransformer, left as it was) on a seeded sample of `texts`, sorted by length as the
-    heal's batches are: an inference pass, then forward and backward of a training step."""
-    sample = random.Random(seed).sample(list(texts), min(PROBE_TEXTS, len(texts)))
-    sample.sort(key=len)
+    """Time `encoder` (a SentenceTransformer, left as it was) on a seeded sample of `texts`, in batches of texts of
+    similar length as the heal's: an inference pass, then forward and backward of training steps, each after a
+    warm-up on two texts (first-call costs are not per text)."""
+    sample = sorted(random.Random(seed).sample(list(texts), min(PROBE_TEXTS, len(texts))), key=len)
     batches = [sample[i : i + PROBE_BATCH] for i in range(0, len(sample), PROBE_BATCH)]
-    encoder.encode(batches[0][:2])  # warm-up: first-call costs are not per text
+    encoder.encode(sample[:2])
     started = time.perf_counter()
     encoder.encode(sample, batch_size=PROBE_BATCH)
     infer = (time.perf_counter() - started) / len(sample)
-    started = time.perf_counter()
     encoder.train()
     try:
+        _step(encoder, sample[:2])
+        started = time.perf_counter()
         for batch in batches:
-            features = {
-                name: value.to(encoder.device) if hasattr(value, "to") else value
-                for name, value in encoder.preprocess(batch).items()
-            }
-            encoder(features)["sentence_embedding"].float().pow(2).mean().backward()
+            _step(encoder, batch)
+        train = (time.perf_counter() - started) / len(sample)
     finally:
         encoder.zero_grad(set_to_none=True)
         encoder.eval()
-    return Speed(infer, (time.perf_counter() - started) / len(sample), str(encoder.device))
+    return Speed(infer, train, str(encoder.device))
+
+
+def _step(encoder: Any, batch: list[str]) -> None:
+    """Forward and backward of one batch through the whole pipeline (the gradients are dropped by the caller)."""
+    features = {
+        name: value.to(encoder.device) if hasattr(value, "to") else value
+        for name, value in encoder.preprocess(batch).items()
+    }
+    encoder(features)["sentence_embedding"].float().pow(2).mean().backward()
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,8 @@ class HealPlan(Document):
         fitted = f", fitted to --heal-minutes {self.budget:g}" if self.budget is not None else ""
         more = "".join(f" + about {self.minutes[str(k)]:.0f} min for K = {k}" for k in rest)
         return (
-            f"heal: {cuts} on {self.texts:,} of {self.available:,} texts of {self.source}, {self.epochs} epochs"
+            f"heal: {cuts} on {self.texts:,} of {self.available:,} texts of {self.source}, {self.epochs} "
+            f"epoch{'s' if self.epochs != 1 else ''}"
             f"{fitted}: about {self.minutes[str(first)]:.0f} min for K = {first}{more} on this machine "
             f"({self.speed['device']})"
         )

@@ -31,6 +31,7 @@ from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerRangeError
 from layerpick.exporting import annotate_export, atomic_directory, check_not_own_source, check_output
 from layerpick.exporting.metadata import ExportMetadata
+from layerpick.exporting.onnx import added
 from layerpick.healing import blocks as heal_blocks
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, check_request, cuttable_layer_count, heal_model, run_key
@@ -160,15 +161,31 @@ def heal_or_sweep(
 ) -> HealReport | HealSweep:
     """`layerpick heal`: the cut at `layer` (else `config.layer`) healed, or with `config.layers` the sweep."""
     layer = config.layer if layer is None else layer
+    if config.format == "static":
+        raise HealError(
+            "a heal writes a sentence-transformers export (with --format onnx, its graph too); distil "
+            "the healed export with `layerpick export HEALED --format static`"
+        )
+    with_graph = added.check_request(config.format, config.quantize)
     if config.layers is None:
         if config.max_loss is not None:
             raise HealError("--max-loss is the line a sweep's cuts must clear: add --layers (e.g. --layers 2,3,4)")
-        return heal_model(model, layer, output, config, load_options=load_options, callbacks=callbacks)
-    if layer is not None:
+        result = heal_model(model, layer, output, config, load_options=load_options, callbacks=callbacks)
+    elif layer is not None:
         raise HealError("--layer heals one cut and --layers chooses among several: give one of them")
-    return heal_layers(
-        model, config.layers, output, config, max_loss=config.max_loss, load_options=load_options, callbacks=callbacks
-    )
+    else:
+        result = heal_layers(
+            model,
+            config.layers,
+            output,
+            config,
+            max_loss=config.max_loss,
+            load_options=load_options,
+            callbacks=callbacks,
+        )
+    if with_graph:  # the healed export compounds with ONNX Runtime: its graph traced from the trained weights
+        added.add_onnx(Path(output), config.quantize)
+    return result
 
 
 def heal_layers(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from layerpick._util.filenames import REPORT_FILE
 from layerpick.benchmark.config import BenchConfig
+from layerpick.exporting.onnx.added import onnx_flags
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.config import RunConfig
 
@@ -110,7 +111,7 @@ def _representation_flags(config: RunConfig) -> list[str]:
 
 
 def _export_flags(config: RunConfig) -> list[str]:
-    return _normalize_flags(config)
+    return _normalize_flags(config) + onnx_flags(config.format, config.quantize)
 
 
 def _normalize_flags(config: RunConfig) -> list[str]:

@@ -36,3 +36,12 @@ class RunConfig:
     # where select keeps the last layer of a trained embedder; None (`none`) never heals.
     heal: HealConfig | None = HealConfig(layers=AUTO, epochs=DEFAULT_EPOCHS)
     heal_minutes: float | None = DEFAULT_MINUTES  # the first cut's texts and epochs fitted to it (None: as given)
+    format: str = "sentence-transformers"  # "onnx": the export (plain or healed) carries its ONNX graph too
+    quantize: str | None = None  # "int8" (with format "onnx"): and its int8 graph; the bench times the export on it
+
+    @property
+    def bench_backend(self) -> str:
+        """What runs the export in the bench stage: the fastest graph it carries (the full model runs on torch)."""
+        if self.format != "onnx":
+            return "torch"
+        return "onnx-int8" if self.quantize == "int8" else "onnx"

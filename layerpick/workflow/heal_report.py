@@ -83,8 +83,8 @@ def blocks(result: "RunResult") -> list[Block]:
         ],
         [
             "training",
-            f"{training['epochs']} epochs, learning rate {training['learning_rate']:g}, batch "
-            f"{training['batch_size']}, {training['device']}",
+            f"{training['epochs']} epoch{'s' if training['epochs'] != 1 else ''}, learning rate "
+            f"{training['learning_rate']:g}, batch {training['batch_size']}, {training['device']}",
         ],
         ["minutes", _minutes(result, heal)],
     ]

@@ -45,7 +45,8 @@ def heal_settings(config: "RunConfig", progress: bool) -> "HealConfig":
     if heal.fit_texts is None:
         source = select.fit_texts if select.fit_texts is not None else select.calibration
         texts = {"fit_texts": source, "field": heal.field if heal.field is not None else select.field}
-    return dataclasses.replace(heal, **texts, overwrite=True, progress=progress)
+    graph = {"format": config.format, "quantize": config.quantize}
+    return dataclasses.replace(heal, **texts, **graph, overwrite=True, progress=progress)
 
 
 def heal_key(config: "RunConfig") -> dict[str, Any] | None:

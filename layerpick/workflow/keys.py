@@ -62,9 +62,16 @@ def stage_keys(model: str, load_options: LoadOptions, config: RunConfig, inputs:
             **(
                 {"heal": heal_stage.heal_key(config), "minutes": config.heal_minutes} if config.heal is not None else {}
             ),
+            **({"graph": [config.format, config.quantize]} if config.format != "sentence-transformers" else {}),
         }
     )
-    bench = _digest({"export": export, "bench": dataclasses.asdict(config.bench) if config.bench else None})
+    bench = _digest(
+        {
+            "export": export,
+            "bench": dataclasses.asdict(config.bench) if config.bench else None,
+            "backend": config.bench_backend,
+        }
+    )
     healed = _digest({"export": export, "validate": validate})
     return {"select": select, "validate": validate, "export": export, "bench": bench, "validate-export": healed}
 

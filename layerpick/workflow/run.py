@@ -210,7 +210,7 @@ def _run_stages(
             keys,
             output / BENCH_FILE,
             announce,
-            lambda: _bench(config.bench, output, progress),
+            lambda: _bench(dataclasses.replace(config.bench, backend=config.bench_backend), output, progress),
             read=BenchResult.read,
         )
     annotate_export(
@@ -249,6 +249,8 @@ def _export(
             report=output / "select" / REPORT_FILE,
             overwrite=True,
             progress=progress,
+            format=config.format,
+            quantize=config.quantize,
             **fit_settings(config.select, bool((select.transform or {}).get("fit"))),
         )
     else:
@@ -263,6 +265,8 @@ def _export(
             normalize=config.normalize,
             overwrite=True,
             progress=progress,
+            format=config.format,
+            quantize=config.quantize,
             prompt=prompt,
             transform=transform,
             **fit_settings(config.select, transform not in (None, "none")),
