@@ -55,7 +55,8 @@ def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 def thread_env() -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "HF_HUB_OFFLINE": "1"}
+    threads = os.environ.get("PEERS_PREPARE_THREADS", str(THREADS))  # the exports' threads (timing: always 2)
+    return {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1"}
 
 
 # ---------------------------------------------------------------- the models and their artefacts
@@ -91,7 +92,7 @@ def layerpick_cli() -> str:
     return str(ROOT / ".venv" / "bin" / "layerpick")
 
 
-def prepare(work: Path, heal_texts: int, heal_epochs: int) -> dict:
+def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) -> dict:
     """Everything the rows load, made when WORK lacks it; returns the facts of how each was made."""
     facts_file = work / "results" / "prepare.json"
     facts = json.loads(facts_file.read_text()) if facts_file.is_file() else {}
@@ -116,9 +117,36 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int) -> dict:
                 text=True,
             )
             facts[f"st-onnx:{name}"] = json.loads(done.stdout.strip().splitlines()[-1])
+        static_dir = work / f"{name}-static"
+        if not (static_dir / "modules.json").is_file():
+            began = time.perf_counter()
+            run(
+                [
+                    layerpick_cli(),
+                    "export",
+                    str(model["full"]),
+                    "--layer",
+                    str(model["layers"]),
+                    "--format",
+                    "static",
+                    "--device",
+                    "cpu",
+                    "--quiet",
+                    "--overwrite",
+                    "--output",
+                    str(static_dir),
+                ],
+                env=thread_env(),
+            )
+            facts[f"static:{name}"] = {"minutes": round((time.perf_counter() - began) / 60, 1)}
+        facts_file.parent.mkdir(parents=True, exist_ok=True)
+        facts_file.write_text(json.dumps(facts, indent=1, default=str))
         # the layerpick cut: healed (minilm) or plain (mpnet), then ONNX float32 + int8
         cut = work / f"{name}-k{model['k']}{'-healed' if model['healed'] else ''}"
         if model["healed"] and not (cut / "layerpick.json").is_file():
+            if not heal:
+                log(f"{cut} is not there yet: its heal and exports are left for a later run")
+                continue
             began = time.perf_counter()
             run(
                 [
@@ -166,33 +194,48 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int) -> dict:
                 text=True,
             )
             facts[f"export:{name}"] = {"rc": done.returncode, "stderr": done.stderr[-2000:]}
-            if done.returncode != 0:
+            if done.returncode != 0 and "--quantize int8 refused" in done.stderr:
+                # the export's own int8 check refused the graph: export the float graph, then quantise it the
+                # export's way here, marked refused, to show what it would cost (as cpu_backends.py does)
+                run(
+                    [
+                        layerpick_cli(),
+                        "export",
+                        *source,
+                        "--format",
+                        "onnx",
+                        "--device",
+                        "cpu",
+                        "--quiet",
+                        "--overwrite",
+                        "--output",
+                        str(onnx_dir),
+                    ],
+                    env=thread_env(),
+                )
+                facts[f"export:{name}"]["int8"] = quantize_refused(onnx_dir)
+            elif done.returncode != 0:
                 raise SystemExit(f"layerpick export of {cut} failed:\n{done.stderr[-2000:]}")
-        static_dir = work / f"{name}-static"
-        if not (static_dir / "modules.json").is_file():
-            began = time.perf_counter()
-            run(
-                [
-                    layerpick_cli(),
-                    "export",
-                    str(model["full"]),
-                    "--layer",
-                    str(model["layers"]),
-                    "--format",
-                    "static",
-                    "--device",
-                    "cpu",
-                    "--quiet",
-                    "--overwrite",
-                    "--output",
-                    str(static_dir),
-                ],
-                env=thread_env(),
-            )
-            facts[f"static:{name}"] = {"minutes": round((time.perf_counter() - began) / 60, 1)}
         facts_file.parent.mkdir(parents=True, exist_ok=True)
         facts_file.write_text(json.dumps(facts, indent=1, default=str))
     return facts
+
+
+def quantize_refused(directory: Path) -> dict:
+    """The int8 graph `export --quantize int8` refused, made the export's way (`layerpick.exporting.onnx`)."""
+    from layerpick.core.calibration import load_calibration
+    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS
+    from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
+    from layerpick.exporting.onnx.encoder import OnnxEncoder
+
+    graph = OnnxEncoder(directory)
+    calibration = load_calibration(limit=onnx_step.CALIBRATION_TEXTS, seed=0).texts
+    batches = [graph.feed(calibration[i : i + 8]) for i in range(0, len(calibration), 8)]
+    kept, matmuls = onnx_graph.outlier_matmuls(directory / onnx_graph.FLOAT_FILE, batches)
+    onnx_graph.quantize_int8(directory / onnx_graph.FLOAT_FILE, directory / onnx_graph.INT8_FILE, kept)
+    texts = list(DEFAULT_PARITY_TEXTS)
+    cosines = onnx_step.cosine_rows(graph.encode(texts), OnnxEncoder(directory, onnx_graph.INT8_FILE).encode(texts))
+    return {"refused": True, "min_cosine": min(cosines), "kept_float32": f"{len(kept)} of {matmuls}"}
 
 
 def rows(work: Path, name: str, facts: dict) -> list[dict]:
@@ -200,6 +243,9 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
     model = models(work)[name]
     st = facts[f"st-onnx:{name}"]
     st_dir = work / "st-onnx" / name
+    # optimum's int8 file name depends on its config (model_quint8_avx2.onnx for avx2): read it from the folder
+    int8_file = next((f"onnx/{p.name}" for p in sorted((st_dir / "onnx").glob("model_*8_*.onnx"))), st["int8_file"])
+    refused = " (refused by export)" if facts.get(f"export:{name}", {}).get("int8", {}).get("refused") else ""
     cut = f"{name}-k{model['k']}{'-healed' if model['healed'] else ''}"
     what = f"layerpick K={model['k']} {'healed' if model['healed'] else 'plain cut'}"
     return [
@@ -216,7 +262,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
             "row": "sentence-transformers ONNX int8 (full)",
             "kind": "onnx",
             "path": str(st_dir),
-            "file": st["int8_file"],
+            "file": int8_file,
             "role": "full int8",
         },
         {
@@ -243,7 +289,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
             "same_as": 5,
         },
         {
-            "row": f"{what}, ONNX int8",
+            "row": f"{what}, ONNX int8{refused}",
             "kind": "onnx",
             "path": str(work / f"{cut}-onnx"),
             "file": "onnx/model_quantized.onnx",
@@ -471,6 +517,7 @@ def main() -> None:
     parser.add_argument("--heal-epochs", type=int, default=3)
     parser.add_argument("--quality", default="alone,query", help="which SciFact scores: alone,query or none")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--prepare-only", action="store_true", help="make the exports (no heal) and stop")
     args = parser.parse_args()
     args.work = args.work.expanduser().resolve()
     (args.work / "results").mkdir(parents=True, exist_ok=True)
@@ -482,6 +529,9 @@ def main() -> None:
     no_spin_in_fastembed()
     began = time.perf_counter()
     machine = {"nproc": os.cpu_count(), "load_start": os.getloadavg()}
+    if args.prepare_only:
+        prepare(args.work, args.heal_texts, args.heal_epochs, heal=False)
+        return
     facts = prepare(args.work, args.heal_texts, args.heal_epochs)
     measured = {}
     for name in models(args.work):

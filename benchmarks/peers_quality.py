@@ -82,7 +82,7 @@ def adapter(label: str, cache: VectorCache, dim: int):
 def scifact(encoder) -> float:
     import mteb
 
-    from layerpick.validation.run import main_score
+    from layerpick.validation.evaluate import main_score
     from layerpick.validation.tasks import resolve_tasks
 
     spec = resolve_tasks([str(SCIFACT)])[0]

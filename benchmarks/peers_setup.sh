@@ -10,7 +10,8 @@
 #    `export_dynamic_quantized_onnx_model` need optimum-onnx, whose only release (0.1.0) pins transformers<4.58, so
 #    they cannot install beside layerpick (transformers 5). Even alone, `sentence-transformers[onnx]` of the 6.x line
 #    cannot be satisfied (6.x requires transformers>=5): pip backtracks through old releases for many minutes. The
-#    newest line that installs with its own `onnx` extra is 5.x, pinned here. peers.py runs `peers_st_onnx.py` in it to write the full models' ONNX
+#    newest line that installs with its own `onnx` extra is 5.x; the set is pinned whole (left to resolve, pip spent
+#    over 10 minutes backtracking here). peers.py runs `peers_st_onnx.py` in it to write the full models' ONNX
 #    float32 and int8 graphs the way a sentence-transformers user makes them, then times those graph files with
 #    onnxruntime in its own process.
 # 3. all-mpnet-base-v2 (benchmarks/fetch_mpnet.sh).
@@ -36,7 +37,9 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import optimum.onnxru
     # torch first, pinned to the project's (the CPU wheel); then sentence-transformers' own `onnx` extra
     grep -E '^(torch|onnxruntime|numpy)==' "$ROOT/constraints.txt" > "$WORK/st-onnx-constraints.txt"
     "$VENV/bin/pip" install -q -c "$WORK/st-onnx-constraints.txt" torch
-    "$VENV/bin/pip" install -q -c "$WORK/st-onnx-constraints.txt" "sentence-transformers[onnx]>=5,<6"
+    "$VENV/bin/pip" install -q -c "$WORK/st-onnx-constraints.txt" "sentence-transformers[onnx]==5.7.0" \
+        transformers==4.57.6 "optimum-onnx[onnxruntime]==0.1.0" optimum==2.1.0 huggingface_hub==0.36.2 \
+        tokenizers==0.22.2
 fi
 
 bash benchmarks/fetch_mpnet.sh "$WORK/all-mpnet-base-v2" >/dev/null

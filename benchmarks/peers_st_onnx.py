@@ -12,6 +12,7 @@ dynamic quantisation). Prints one JSON line: the files written and the versions 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from importlib.metadata import version
@@ -24,20 +25,23 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     began = time.perf_counter()
     model = SentenceTransformer(source, backend="onnx", device="cpu")
     model.save_pretrained(str(output))
     exported = time.perf_counter() - began
     export_dynamic_quantized_onnx_model(model, config, str(output))
     graphs = sorted(str(p.relative_to(output)) for p in (output / "onnx").glob("*.onnx"))
+    # optimum names the file after the weight type its config picks: model_quint8_avx2.onnx for avx2 (uint8),
+    # model_qint8_<config>.onnx for the others
+    int8 = [graph for graph in graphs if graph.endswith(f"8_{config}.onnx")]
     print(
         json.dumps(
             {
                 "output": str(output),
                 "graphs": graphs,
                 "float_file": "onnx/model.onnx",
-                "int8_file": f"onnx/model_qint8_{config}.onnx",
+                "int8_file": int8[0],
                 "quantization_config": config,
                 "export_s": round(exported, 1),
                 "total_s": round(time.perf_counter() - began, 1),
