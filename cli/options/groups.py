@@ -11,36 +11,7 @@ import functools
 import inspect
 from typing import Any, Callable
 
-from layerpick.cli.options.aliases import (
-    AllowPickle,
-    Alpha,
-    BatchSize,
-    Calibration,
-    Choose,
-    Device,
-    DeviceMap,
-    Dtype,
-    Field,
-    FitTexts,
-    GgufFile,
-    IncludeLayer0,
-    Limit,
-    MaxLength,
-    MaxLoss,
-    MaxMemory,
-    Metrics,
-    MinSpeedup,
-    Pooling,
-    Prompt,
-    Representation,
-    Revision,
-    Rule,
-    Seed,
-    Tolerance,
-    Transform,
-    TrustRemoteCode,
-    Views,
-)
+from layerpick.cli.options import aliases
 from layerpick.cli.options.values import default
 from layerpick.core.load_options import LoadOptions
 from layerpick.frontier.choice import ChoiceOptions
@@ -49,14 +20,14 @@ from layerpick.selection.config import SelectConfig
 
 # parameter -> option: how every model-loading command loads its model (each a `LoadOptions` field of that name)
 LOAD_ALIASES = {
-    "revision": Revision,
-    "dtype": Dtype,
-    "device": Device,
-    "device_map": DeviceMap,
-    "max_memory": MaxMemory,
-    "trust_remote_code": TrustRemoteCode,
-    "allow_pickle": AllowPickle,
-    "gguf_file": GgufFile,
+    "revision": aliases.Revision,
+    "dtype": aliases.Dtype,
+    "device": aliases.Device,
+    "device_map": aliases.DeviceMap,
+    "max_memory": aliases.MaxMemory,
+    "trust_remote_code": aliases.TrustRemoteCode,
+    "allow_pickle": aliases.AllowPickle,
+    "gguf_file": aliases.GgufFile,
 }
 LOAD_OPTIONS = {name: (option, default(LoadOptions, name)) for name, option in LOAD_ALIASES.items()}
 
@@ -85,24 +56,24 @@ def _option_group(parameter: str, options: dict, build: Callable[[dict, dict], A
 
 
 SELECT_FIELDS = {  # parameter -> (option, its SelectConfig field): how `select` and `run` score layers and choose
-    "calibration": (Calibration, "calibration"),
-    "field": (Field, "field"),
-    "limit": (Limit, "limit"),
-    "metrics": (Metrics, "metrics"),
-    "rule": (Rule, "rule"),
-    "tolerance": (Tolerance, "tolerance"),
-    "min_speedup": (MinSpeedup, "min_speedup"),
-    "include_layer0": (IncludeLayer0, "include_layer0"),
-    "representation": (Representation, "collect.representation"),
-    "pooling": (Pooling, "collect.pooling"),
-    "batch_size": (BatchSize, "collect.batch_size"),
-    "max_length": (MaxLength, "collect.max_length"),
-    "views": (Views, "scoring.views"),
-    "alpha": (Alpha, "scoring.alpha"),
-    "seed": (Seed, "scoring.seed"),
-    "prompt": (Prompt, "prompt"),
-    "transform": (Transform, "transform"),
-    "fit_texts": (FitTexts, "fit_texts"),
+    "calibration": (aliases.Calibration, "calibration"),
+    "field": (aliases.Field, "field"),
+    "limit": (aliases.Limit, "limit"),
+    "metrics": (aliases.Metrics, "metrics"),
+    "rule": (aliases.Rule, "rule"),
+    "tolerance": (aliases.Tolerance, "tolerance"),
+    "min_speedup": (aliases.MinSpeedup, "min_speedup"),
+    "include_layer0": (aliases.IncludeLayer0, "include_layer0"),
+    "representation": (aliases.Representation, "collect.representation"),
+    "pooling": (aliases.Pooling, "collect.pooling"),
+    "batch_size": (aliases.BatchSize, "collect.batch_size"),
+    "max_length": (aliases.MaxLength, "collect.max_length"),
+    "views": (aliases.Views, "scoring.views"),
+    "alpha": (aliases.Alpha, "scoring.alpha"),
+    "seed": (aliases.Seed, "scoring.seed"),
+    "prompt": (aliases.Prompt, "prompt"),
+    "transform": (aliases.Transform, "transform"),
+    "fit_texts": (aliases.FitTexts, "fit_texts"),
 }
 SELECT_OPTIONS = {name: (option, default(SelectConfig, path)) for name, (option, path) in SELECT_FIELDS.items()}
 
@@ -140,7 +111,7 @@ def select_config(values: dict, progress: bool) -> SelectConfig:
 # --choose and --max-loss of `validate` and `run`, handed over as one `choice: ChoiceOptions`.
 with_choice_options = _option_group(
     "choice",
-    {"choose": (Choose, None), "max_loss": (MaxLoss, None)},
+    {"choose": (aliases.Choose, None), "max_loss": (aliases.MaxLoss, None)},
     lambda values, own: ChoiceOptions.parse(values["choose"], values["max_loss"]),
 )
 # The model-loading options of every command that loads a model, handed over as one `load: LoadOptions`.
