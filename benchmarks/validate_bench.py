@@ -34,7 +34,7 @@ from layerpick.core.models import load_model
 from layerpick.core.models import resolve_max_seq_length
 from layerpick.validation import ValidateConfig, run_validation
 from layerpick.validation.encoder import LayerEncoder, layer_model_meta
-from layerpick.validation.run import single_threaded_blas
+from layerpick.validation.evaluate import single_threaded_blas
 from layerpick.validation.tasks import resolve_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -4,7 +4,9 @@ distinct text for every layer, a resumable run, and validation.json / validation
 Modules: `folders` (the local folder format), `inject` (folder data -> mteb task data, custom tasks), `tasks`
 (resolving --tasks items), `config` (a run's settings), `store` (on-disk representations), `encoder` (the per-layer
 mteb encoder),
-`sources` (model or exported directory), `run` (the run), `result` (validation.json as `ValidationReport`),
+`sources` (model or exported directory), `request` (what is asked, checked before loading), `evaluate` (each
+(task, layer) pair through mteb), `summary` (validation.json's numbers), `run` (the run), `result` (validation.json
+as `ValidationReport`),
 `plot`, `materialize` (the numbers by layer are `layerpick.frontier.scores`).
 
 Names are imported on first use (PEP 562), so that `layerpick.validation.result` and the CLI's start-up do
@@ -26,10 +28,10 @@ _HOMES = {
     "write_task_folder": "materialize",
     "ValidationReport": "result",
     "ValidationRun": "result",
-    "parse_layers": "run",
-    "check_layer_words": "run",
+    "parse_layers": "request",
+    "check_layer_words": "request",
     "run_validation": "run",
-    "validation_output": "run",
+    "validation_output": "request",
     "RepresentationStore": "store",
     "StoreKey": "store",
     "check_static_exports": "sources",

@@ -132,14 +132,14 @@ def _points():
     from layerpick.exporting import parity as export_parity
     from layerpick.selection import job as select_job
     from layerpick.selection import report as select_report
-    from layerpick.validation import run as validation_run
+    from layerpick.validation import evaluate as validation_evaluate
     from layerpick.workflow import run as workflow
 
     return {  # where the interrupt lands -> (module, function), and the stages finished before it
         "select-scoring": ((select_job, "score_transformed"), ()),
         "select-writing-report": ((select_report, "plot_metrics"), ()),
         "select-recorded": ((workflow.Ledger, "record"), ()),
-        "validate": ((validation_run, "_evaluate"), ("select",)),
+        "validate": ((validation_evaluate, "_evaluate"), ("select",)),
         "export-parity": ((export_parity, "check_parity"), ("select", "validate")),
         "bench": ((workflow, "run_bench"), ("select", "validate", "export")),
         "model-card": ((workflow, "annotate_export"), STAGES),

@@ -78,15 +78,15 @@ ALL_KINDS = {
 def failing_classification(root: Path, monkeypatch) -> Path:
     """A classification folder named 'broken' whose evaluation fails (the folder checks refuse data that cannot
     be scored, so the evaluator's failure is injected, as an unexpected error inside mteb would arrive)."""
-    from layerpick.validation import run
+    from layerpick.validation import evaluate as evaluation
 
     folder = classification_folder(root, "broken")
-    evaluate = run._evaluate
+    evaluate = evaluation._evaluate
 
     def failing(setup, layer, task, cache):
         if task.metadata.name == "broken":
             raise ValueError("This solver needs samples of at least 2 classes in the data")
         return evaluate(setup, layer, task, cache)
 
-    monkeypatch.setattr(run, "_evaluate", failing)
+    monkeypatch.setattr(evaluation, "_evaluate", failing)
     return folder

@@ -96,18 +96,18 @@ def test_cli_table_and_files(tmp_path, tiny_model):
 def test_failing_task_exits_non_zero_through_the_real_entry_point(tmp_path, tiny_model, monkeypatch):
     """The entry point's `run` (in this process), with mteb's evaluation of the task named 'broken' failing as an
     unexpected error inside mteb would (data that cannot be scored is refused earlier, by the folder checks)."""
-    from layerpick.validation import run as validation_run
+    from layerpick.validation import evaluate as validation_evaluate
     from tests.testkit.cli import invoke
     from tests.testkit.tasks import classification_folder
 
-    evaluate = validation_run._evaluate
+    evaluate = validation_evaluate._evaluate
 
     def failing(setup, layer, task, cache):
         if task.metadata.name == "broken":
             raise ValueError("This solver needs samples of at least 2 classes in the data")
         return evaluate(setup, layer, task, cache)
 
-    monkeypatch.setattr(validation_run, "_evaluate", failing)
+    monkeypatch.setattr(validation_evaluate, "_evaluate", failing)
     classification_folder(tmp_path, "broken")
     model = save_tiny(tiny_model, tmp_path / "model")
     out = tmp_path / "out"

@@ -5,7 +5,7 @@ import numpy as np
 from datasets import Dataset
 from mteb.abstasks.classification import AbsTaskClassification
 
-from layerpick.validation.run import labels_as_arrays
+from layerpick.validation.evaluate import labels_as_arrays
 
 
 class FakeTask(AbsTaskClassification):

@@ -15,7 +15,7 @@ from layerpick.validation import (
     write_task_folder,
 )
 from layerpick.validation.encoder import layer_model_meta
-from layerpick.validation.run import main_score, single_threaded_blas
+from layerpick.validation.evaluate import main_score, single_threaded_blas
 from tests.testkit.tasks import ALL_KINDS
 
 

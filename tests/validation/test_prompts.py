@@ -13,7 +13,7 @@ from layerpick.core.collect import CollectConfig, collect
 from layerpick.core.prompts import PromptError, parse_prompt
 from layerpick.validation import ValidateConfig, resolve_tasks, run_validation
 from layerpick.validation.encoder import layer_model_meta
-from layerpick.validation.run import main_score, single_threaded_blas
+from layerpick.validation.evaluate import main_score, single_threaded_blas
 from layerpick.validation.store import StoreKey
 from tests.testkit.tasks import ALL_KINDS
 from tests.testkit.tiny import LAYERS

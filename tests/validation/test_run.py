@@ -18,7 +18,7 @@ from layerpick.validation import (
 )
 from layerpick.validation.encoder import layer_model_meta
 from layerpick.validation.result import ValidationReport
-from layerpick.validation.run import main_score, single_threaded_blas
+from layerpick.validation.evaluate import main_score, single_threaded_blas
 from tests.testkit.tasks import ALL_KINDS, failing_classification
 from tests.testkit.tiny import LAYERS
 
