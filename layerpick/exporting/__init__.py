@@ -16,6 +16,7 @@ from layerpick._util.lazy import lazy_names
 
 __all__, __getattr__, __dir__ = lazy_names(
     __name__,
+    {name: "layerpick.exporting.onnx.added" for name in ("add_onnx", "check_graph_request", "onnx_flags")},
     config="ExportConfig",
     errors="ExportError ParityError",
     job="ExportResult export_model",

@@ -17,5 +17,6 @@ __all__, __getattr__, __dir__ = lazy_names(
     config="HealConfig",
     job="HealError heal_model",
     result="HealReport",
-    sweep="HealSweep check_sweep heal_layers heal_or_sweep",
+    plan="DEFAULT_EPOCHS DEFAULT_MINUTES HealPlan default_cuts probe_plan",
+    sweep="HealSweep check_sweep heal_layers heal_or_sweep parse_layers",
 )

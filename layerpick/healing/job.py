@@ -33,6 +33,7 @@ from layerpick.core.pooling import check_pooling
 from layerpick.core.surgery import family_of_type
 from layerpick.errors import LayerpickError, LayerRangeError
 from layerpick.exporting import (
+    onnx_flags,
     ExportConfig,
     annotate_export,
     atomic_directory,
@@ -41,7 +42,6 @@ from layerpick.exporting import (
     export_model,
 )
 from layerpick.exporting.metadata import ExportMetadata
-from layerpick.exporting.onnx.added import onnx_flags
 from layerpick.healing import blocks as heal_blocks
 from layerpick.healing import memory
 from layerpick.healing import teacher as teachers

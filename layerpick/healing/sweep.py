@@ -29,9 +29,15 @@ from layerpick._util.outputs import check_output_location
 from layerpick.core.layer_list import parse_layer_list
 from layerpick.core.models import LoadOptions
 from layerpick.errors import LayerRangeError
-from layerpick.exporting import annotate_export, atomic_directory, check_not_own_source, check_output
+from layerpick.exporting import (
+    add_onnx,
+    annotate_export,
+    check_graph_request,
+    atomic_directory,
+    check_not_own_source,
+    check_output,
+)
 from layerpick.exporting.metadata import ExportMetadata
-from layerpick.exporting.onnx import added
 from layerpick.healing import blocks as heal_blocks
 from layerpick.healing.config import HealConfig
 from layerpick.healing.job import HealError, check_request, cuttable_layer_count, heal_model, run_key
@@ -166,7 +172,7 @@ def heal_or_sweep(
             "a heal writes a sentence-transformers export (with --format onnx, its graph too); distil "
             "the healed export with `layerpick export HEALED --format static`"
         )
-    with_graph = added.check_request(config.format, config.quantize)
+    with_graph = check_graph_request(config.format, config.quantize)
     if config.layers is None:
         if config.max_loss is not None:
             raise HealError("--max-loss is the line a sweep's cuts must clear: add --layers (e.g. --layers 2,3,4)")
@@ -184,7 +190,7 @@ def heal_or_sweep(
             callbacks=callbacks,
         )
     if with_graph:  # the healed export compounds with ONNX Runtime: its graph traced from the trained weights
-        added.add_onnx(Path(output), config.quantize)
+        add_onnx(Path(output), config.quantize)
     return result
 
 

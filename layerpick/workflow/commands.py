@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from layerpick._util.filenames import REPORT_FILE
 from layerpick.benchmark.config import BenchConfig
-from layerpick.exporting.onnx.added import onnx_flags
+from layerpick.exporting import onnx_flags
 from layerpick.selection.config import SelectConfig
 from layerpick.workflow.config import RunConfig
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from layerpick.benchmark.config import BenchConfig
 from layerpick.frontier.choice import ChoiceOptions
 from layerpick.healing.config import HealConfig
-from layerpick.healing.plan import DEFAULT_EPOCHS, DEFAULT_MINUTES
+from layerpick.healing import DEFAULT_EPOCHS, DEFAULT_MINUTES
 from layerpick.selection.config import SelectConfig
 
 

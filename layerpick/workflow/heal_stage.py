@@ -24,7 +24,7 @@ from layerpick.core.fingerprint import model_fingerprint
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.exporting.metadata import ExportMetadata
-from layerpick.healing.plan import HealPlan, default_cuts
+from layerpick.healing import HealPlan, default_cuts
 from layerpick.workflow.config import AUTO
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def planned(
     load_options: LoadOptions,
 ) -> HealPlan:
     """The plan kept for this export key (a resumed run heals the same texts), or a new one from a speed probe."""
-    from layerpick.healing.sweep import parse_layers
+    from layerpick.healing import parse_layers
 
     try:
         kept = HealPlan.read(path)
@@ -158,7 +158,7 @@ def planned(
     except ReportFormatError:
         pass
     from layerpick.core.devices import resolve_device
-    from layerpick.healing.plan import probe_plan
+    from layerpick.healing import probe_plan
 
     if heal.fit_texts is None:
         logger.warning(

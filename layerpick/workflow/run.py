@@ -36,7 +36,7 @@ from layerpick.exporting import annotate_export, export_model
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.metadata import ExportMetadata
 from layerpick.healing.config import HealConfig
-from layerpick.healing.plan import HealPlan
+from layerpick.healing import HealPlan
 from layerpick.selection import run_select
 from layerpick.selection.report import write_report
 from layerpick.selection.result import SelectReport, read_select_report

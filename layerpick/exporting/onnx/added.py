@@ -27,7 +27,7 @@ from layerpick.exporting.st_layout import atomic_directory
 logger = logging.getLogger(__name__)
 
 
-def check_request(format: str, quantize: str | None) -> bool:
+def check_graph_request(format: str, quantize: str | None) -> bool:
     """Whether an ONNX graph is asked for (`format` onnx); one line for a request that cannot be carried out."""
     return onnx_step.check_request(format, quantize, "float32", None)
 
@@ -90,30 +90,11 @@ def reexports_healed(model: str, layer: int | None, config: Any) -> ExportMetada
     return None if changed else healed
 
 
-def export_healed(model: str, healed: ExportMetadata, output: Path, quantize: str | None, overwrite: bool) -> Any:
+def export_healed(model: str, output: Path, quantize: str | None, overwrite: bool) -> dict[str, Any]:
     """`export HEALED --format onnx`: the healed export copied whole with its graph; its heal record and its
-    teacher (the full model it was cut from, the bench's baseline) kept. Returns export's `ExportResult`."""
-    from layerpick.exporting.job import ExportResult
-
+    teacher (the full model it was cut from, the bench's baseline) kept. Returns the `onnx` section."""
     words = ["layerpick", "export", model, "--output", str(output), *onnx_flags("onnx", quantize)]
-    section = _with_graph(Path(model), Path(output), quantize, check_texts(None), overwrite, shlex.join(words))
-    parity = healed.parity
-    return ExportResult(
-        output=Path(output),
-        layer=healed.layer,
-        num_layers=healed.num_layers,
-        pooling=healed.pooling,
-        representation=healed.representation,
-        normalize=healed.normalize,
-        max_seq_length=healed.max_seq_length,
-        parity_max_abs_diff=float(parity["max_abs_diff"]),  # the cut's, before the heal; the graph's is in `onnx`
-        parity_tolerance=float(parity["tolerance"]),
-        params_full=healed.parameters["full"],
-        params_cut=healed.parameters["cut"],
-        weights_bytes=healed.weights_bytes,
-        notes=("a healed export: its heal record and its teacher are kept; the graph is traced from its weights",),
-        onnx=section,
-    )
+    return _with_graph(Path(model), Path(output), quantize, check_texts(None), overwrite, shlex.join(words))
 
 
 def onnx_flags(format: str, quantize: str | None) -> list[str]:
