@@ -40,6 +40,17 @@ def source(tiny_dirs) -> str:
     return str(tiny_dirs("llama"))
 
 
+@pytest.fixture(scope="module")
+def whitened_onnx(source, fit_file, tmp_path_factory):
+    """(folder, result): the tiny llama cut at LAYER with whiten-8 as an ONNX export, made once for the tests that
+    read it (none writes into it)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    out = tmp_path_factory.mktemp("whitened-onnx") / "cut"
+    config = ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, format="onnx")
+    return out, export_model(source, LAYER, out, config)
+
+
 def layer_states(model: str, texts, layer: int = LAYER) -> torch.Tensor:
     loaded = load_model(model)
     return collect(loaded, loaded.pipeline.prepare(list(texts)), CollectConfig(progress=False)).layer(layer)
@@ -190,15 +201,10 @@ def test_validating_the_export_reproduces_the_validated_transform(source, fit_fi
 
 
 @pytest.mark.slow
-def test_onnx_and_torch_exports_of_a_transformed_cut_agree(source, fit_file, tmp_path):
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
+def test_onnx_and_torch_exports_of_a_transformed_cut_agree(whitened_onnx):
     from layerpick.exporting.onnx.encoder import OnnxEncoder
 
-    out = tmp_path / "cut"
-    result = export_model(
-        source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, format="onnx")
-    )
+    out, result = whitened_onnx
     torch_vectors = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
     with_dense = OnnxEncoder(out).encode(TEXTS)  # onnx/model.onnx, then the Dense module (as ST's ONNX backend)
     mapped = OnnxEncoder(out, "onnx/model_mapped.onnx", apply_dense=False).encode(TEXTS)  # the map inside the graph
@@ -278,18 +284,13 @@ def test_transform_requests_fail_before_loading(tmp_path, fit_file):
 
 
 @pytest.mark.slow
-def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost(source, fit_file, tmp_path):
+def test_serve_and_bench_encoders_apply_the_transform_and_bench_reports_its_cost(whitened_onnx):
     """serve and bench load an export through `load_encoder`: both backends give the transformed vectors; the
     bench baseline is the full model without the transform, and the transform's own cost is reported."""
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
     from layerpick.benchmark.run import BenchConfig, run_bench
     from layerpick.exporting.load import load_encoder
 
-    out = tmp_path / "cut"
-    export_model(
-        source, LAYER, out, ExportConfig(progress=False, transform="whiten-8", fit_texts=fit_file, format="onnx")
-    )
+    out, _ = whitened_onnx
     want = SentenceTransformer(str(out), device="cpu").encode(TEXTS)
     for backend in ("torch", "onnx"):
         got = load_encoder(out, "cpu", backend).encode(TEXTS)
