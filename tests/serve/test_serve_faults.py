@@ -61,10 +61,8 @@ def lone(index: int, escape: str, at: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def model():
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(MINILM, device="cpu")
+def model(minilm_sentence_transformer):
+    return minilm_sentence_transformer  # loaded once per session (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -50,10 +50,8 @@ def vectors(payload: dict) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def model():
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(MINILM, device="cpu")
+def model(minilm_sentence_transformer):
+    return minilm_sentence_transformer  # loaded once per session (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
