@@ -357,10 +357,31 @@ def no_spin_in_fastembed() -> None:
     onnx_model.ort = types.SimpleNamespace(**{**names, "SessionOptions": options})
 
 
+def read_new_pooling_config() -> None:
+    """sentence-transformers 5.7 and 6 save `1_Pooling/config.json` as `{"pooling_mode": "mean", ...}`;
+    layerpick's OnnxEncoder reads only the legacy flags (`pooling_mode_mean_tokens: true`) and refuses the folder.
+    Teach it the new key here (the folder is left as sentence-transformers wrote it)."""
+    from layerpick.exporting.onnx import encoder
+
+    legacy = encoder._pooling
+    if getattr(legacy, "reads_pooling_mode", False):
+        return
+
+    def pooling(directory: Path) -> str:
+        config = json.loads((Path(directory) / "1_Pooling" / "config.json").read_text())
+        mode = config.get("pooling_mode")
+        if isinstance(mode, str) and mode in encoder.POOLING_FLAGS:
+            return mode
+        return legacy(directory)
+
+    pooling.reads_pooling_mode = True
+    encoder._pooling = pooling
+
+
 def pooling_of(path: str) -> tuple[str, bool]:
     folder = Path(path)
     pool = json.loads((folder / "1_Pooling" / "config.json").read_text())
-    mode = "mean" if pool.get("pooling_mode_mean_tokens") else "cls"
+    mode = "mean" if pool.get("pooling_mode_mean_tokens") or pool.get("pooling_mode") == "mean" else "cls"
     modules = json.loads((folder / "modules.json").read_text())
     return mode, any("Normalize" in m.get("type", "") for m in modules)
 
@@ -374,6 +395,7 @@ def load_row(row: dict):
     if kind == "onnx":
         from layerpick.exporting.onnx.encoder import OnnxEncoder
 
+        read_new_pooling_config()
         return OnnxEncoder(row["path"], row["file"], threads=THREADS)
     if kind == "fastembed":
         pooling, normalize = pooling_of(row["path"])
