@@ -88,6 +88,17 @@ def models(work: Path) -> dict[str, dict]:
     }
 
 
+# a model's healed cut given on the command line (--healed NAME=DIR): a heal's output, or one of its checkpoints
+HEALED: dict[str, Path] = {}
+
+
+def cut_dir(work: Path, name: str) -> Path:
+    model = models(work)[name]
+    if name in HEALED:
+        return HEALED[name]
+    return work / f"{name}-k{model['k']}{'-healed' if model['healed'] else ''}"
+
+
 def layerpick_cli() -> str:
     return str(ROOT / ".venv" / "bin" / "layerpick")
 
@@ -142,8 +153,8 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) ->
         facts_file.parent.mkdir(parents=True, exist_ok=True)
         facts_file.write_text(json.dumps(facts, indent=1, default=str))
         # the layerpick cut: healed (minilm) or plain (mpnet), then ONNX float32 + int8
-        cut = work / f"{name}-k{model['k']}{'-healed' if model['healed'] else ''}"
-        if model["healed"] and not (cut / "layerpick.json").is_file():
+        cut = cut_dir(work, name)
+        if model["healed"] and HEALED.get(name) is None and not (cut / "layerpick.json").is_file():
             if not heal:
                 log(f"{cut} is not there yet: its heal and exports are left for a later run")
                 continue
@@ -172,7 +183,12 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) ->
             facts[f"heal:{name}"] = {"minutes": round((time.perf_counter() - began) / 60, 1)}
         onnx_dir = work / f"{cut.name}-onnx"
         if not (onnx_dir / "onnx" / "model.onnx").is_file():
-            source = [str(cut)] if model["healed"] else [str(model["full"]), "--layer", str(model["k"])]
+            if not model["healed"]:
+                source = [str(model["full"]), "--layer", str(model["k"])]
+            elif (cut / "layerpick.json").is_file():
+                source = [str(cut)]  # a healed export: exported again whole, with its heal record
+            else:
+                source = [str(cut), "--layer", str(model["k"])]  # a heal checkpoint: a K-layer model, kept whole
             done = subprocess.run(
                 [
                     layerpick_cli(),
@@ -246,8 +262,11 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
     # optimum's int8 file name depends on its config (model_quint8_avx2.onnx for avx2): read it from the folder
     int8_file = next((f"onnx/{p.name}" for p in sorted((st_dir / "onnx").glob("model_*8_*.onnx"))), st["int8_file"])
     refused = " (refused by export)" if facts.get(f"export:{name}", {}).get("int8", {}).get("refused") else ""
-    cut = f"{name}-k{model['k']}{'-healed' if model['healed'] else ''}"
+    cut = cut_dir(work, name).name
     what = f"layerpick K={model['k']} {'healed' if model['healed'] else 'plain cut'}"
+    if model["healed"] and HEALED.get(name) is not None and (cut_dir(work, name) / "trainer_state.json").is_file():
+        state = json.loads((cut_dir(work, name) / "trainer_state.json").read_text())
+        what += f" (checkpoint, step {state['global_step']} of {state['max_steps']})"
     return [
         {"row": "sentence-transformers, torch (full)", "kind": "st", "path": str(model["full"]), "role": "full"},
         {
@@ -539,9 +558,18 @@ def main() -> None:
     parser.add_argument("--heal-epochs", type=int, default=3)
     parser.add_argument("--quality", default="alone,query", help="which SciFact scores: alone,query or none")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--healed",
+        action="append",
+        default=[],
+        help="NAME=DIR: the healed cut of NAME is DIR (a heal's output or one of its checkpoints), not healed here",
+    )
     parser.add_argument("--prepare-only", action="store_true", help="make the exports (no heal) and stop")
     args = parser.parse_args()
     args.work = args.work.expanduser().resolve()
+    for given in args.healed:
+        name, _, folder = given.partition("=")
+        HEALED[name] = Path(folder).expanduser().resolve()
     (args.work / "results").mkdir(parents=True, exist_ok=True)
 
     import torch
