@@ -187,15 +187,21 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         "on the same float32 graph (sentence-transformers' export folder), offline. fastembed 0.9.1 pins "
         "huggingface-hub < 2.0 and layerpick's venv has 2.x, so it is installed with `--no-deps` into an overlay "
         "folder (`benchmarks/peers_setup.sh`) that this process appends to `sys.path`; the local-folder route never "
-        "calls the hub client. fastembed truncates at the tokenizer's `model_max_length` (512 for MiniLM, 384 for "
-        "mpnet) where sentence-transformers uses `max_seq_length` (256, 384): it changes nothing on the timing texts.",
+        "calls the hub client. It truncates at the tokenizer's `model_max_length`, which sentence-transformers 5.7 "
+        "writes as the model's `max_seq_length` (256 for MiniLM, 384 for mpnet), so both truncate alike.",
         "  - *model2vec static*: `layerpick export FULL --layer L --format static` (model2vec 0.10's `distill` of the "
         "full model's last layer, PCA to 256 dimensions), run by model2vec's `StaticModel`.",
         "  - *layerpick*: minilm-l6 cut at K = 3 and healed (`layerpick heal minilm-l6 --layer 3 --fit-texts "
         f"SciFact --max-texts {args.heal_texts} --epochs {args.heal_epochs}`"
         + (f", {heal} min here" if heal else "")
+        + (
+            f"; here the heal's checkpoint given by `--healed {' '.join(args.healed)}`, see the reading"
+            if getattr(args, "healed", None)
+            else ""
+        )
         + "), then `layerpick export HEALED --format onnx --quantize int8` (torch weights, float graph and int8 graph "
-        "in one folder). all-mpnet-base-v2: the plain cut at K = 6 (`layerpick export MPNET --layer 6 --format onnx "
+        "in one folder; a checkpoint folder is exported with `--layer 3`, i.e. whole). all-mpnet-base-v2: the "
+        "plain cut at K = 6 (`layerpick export MPNET --layer 6 --format onnx "
         "--quantize int8`): a healed cut has the same shapes, so the same speed; its heal (50-90 min on 2 cores) is "
         "not run here, so its quality is not measured.",
         "- **Size** is the weight files (safetensors, or the ONNX graph with its external data). **Peak RSS** is the "
