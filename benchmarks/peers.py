@@ -266,7 +266,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
     what = f"layerpick K={model['k']} {'healed' if model['healed'] else 'plain cut'}"
     if model["healed"] and HEALED.get(name) is not None and (cut_dir(work, name) / "trainer_state.json").is_file():
         state = json.loads((cut_dir(work, name) / "trainer_state.json").read_text())
-        what += f" (checkpoint, step {state['global_step']} of {state['max_steps']})"
+        what += f" ({state['epoch']:g} of {state['num_train_epochs']} epochs: a checkpoint)"
     return [
         {"row": "sentence-transformers, torch (full)", "kind": "st", "path": str(model["full"]), "role": "full"},
         {
