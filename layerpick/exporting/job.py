@@ -30,12 +30,10 @@ from layerpick.core.models import LoadedModel, LoadOptions, load_model, resolve_
 from layerpick.core.pooling import check_pooling
 from layerpick.core.prompts import Prompt, default_pooling
 from layerpick.errors import LayerpickError
-from layerpick.exporting.onnx import added
 from layerpick.exporting import parity, prompted, st_layout, static, static_checks, transformed
 from layerpick.exporting.annotate import original_source
 from layerpick.exporting.config import ExportConfig
 from layerpick.exporting.errors import ExportError
-from layerpick.exporting.metadata import ExportMetadata
 from layerpick.exporting.facts import ExportFacts, metadata_json, package_of, reproduce_command
 from layerpick.exporting.model_card import CARD_FILE, render_model_card
 from layerpick.exporting.onnx import step as onnx_step
@@ -98,41 +96,12 @@ def export_model(
     table model2vec distils from the proven cut (`export.static`), with `config.static_dims` PCA dimensions."""
     output = Path(output)
     layer = config.layer if layer is None else layer
-    healed = added.reexports_healed(model, layer, config)
-    if healed is not None:  # a healed export given its graph: its heal record and its teacher are kept
-        added.check_graph_request(config.format, config.quantize)
-        check_not_own_source(model, output)
-        st_layout.check_output(output, config.overwrite)
-        check_output_location(output, "--output")
-        with output_lock(output):
-            graph = added.export_healed(model, output, config.quantize, config.overwrite)
-        return healed_result(healed, output, graph)
     request = check_request(model, layer, config, load_options)
     check_not_own_source(model, output)
     st_layout.check_output(output, config.overwrite)
     check_output_location(output, "--output")
     with output_lock(output):
         return cut_and_save(request, output)
-
-
-def healed_result(healed: ExportMetadata, output: Path, graph: dict[str, Any]) -> ExportResult:
-    """What `export HEALED --format onnx` wrote: the healed export as it was, with its `graph` (the onnx section)."""
-    return ExportResult(
-        output=Path(output),
-        layer=healed.layer,
-        num_layers=healed.num_layers,
-        pooling=healed.pooling,
-        representation=healed.representation,
-        normalize=healed.normalize,
-        max_seq_length=healed.max_seq_length,
-        parity_max_abs_diff=float(healed.parity["max_abs_diff"]),  # the cut's, before the heal; the graph's: onnx
-        parity_tolerance=float(healed.parity["tolerance"]),
-        params_full=healed.parameters["full"],
-        params_cut=healed.parameters["cut"],
-        weights_bytes=healed.weights_bytes,
-        notes=("a healed export: its heal record and its teacher are kept; the graph is traced from its weights",),
-        onnx=graph,
-    )
 
 
 def cut_and_save(
