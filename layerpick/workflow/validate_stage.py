@@ -42,13 +42,8 @@ def validate_layers(
         output_dir=target,
         pooling=config.select.collect.pooling,
         representation=config.select.collect.representation,
-        batch_size=config.validate_batch_size,
-        max_length=config.validate_max_length,
         normalize=config.normalize,
-        store_dir=target / "store",
-        result_cache=target,
-        task_data=config.task_data,
-        progress=progress,
+        **_where_and_how(config, target, progress),
         choice=config.choice,
         prompt=config.select.prompt,  # None: the report's template; several: every template side by side
         transform=config.select.transform,
@@ -66,16 +61,21 @@ def validate_export(
 
     target = output / HEALED_VALIDATION
     settings = ValidateConfig(
-        exported_dir=output / "model",
-        output_dir=target,
-        batch_size=config.validate_batch_size,
-        max_length=config.validate_max_length,
-        store_dir=target / "store",
-        result_cache=target,
-        task_data=config.task_data,
-        progress=progress,
+        exported_dir=output / "model", output_dir=target, **_where_and_how(config, target, progress)
     )
     return run_validation(None, list(config.tasks), settings, load_options=load_options).report
+
+
+def _where_and_how(config: RunConfig, target: Path, progress: bool) -> dict[str, Any]:
+    """What both validate stages share: the batch, the length, the task data, the store and result cache."""
+    return {
+        "batch_size": config.validate_batch_size,
+        "max_length": config.validate_max_length,
+        "store_dir": target / "store",
+        "result_cache": target,
+        "task_data": config.task_data,
+        "progress": progress,
+    }
 
 
 def exported_layer(config: RunConfig, validation: ValidationReport | None) -> int | None:
