@@ -20,7 +20,7 @@ import math
 
 from layerpick._util.atomic import write_json_atomic
 from layerpick._util.filenames import METADATA_FILE
-from layerpick.core.fingerprint import model_fingerprint
+from layerpick.core.fingerprint import texts_fingerprint
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.exporting.metadata import ExportMetadata
@@ -58,22 +58,15 @@ def heal_key(config: "RunConfig") -> dict[str, Any] | None:
     fit_texts = settings["fit_texts"]
     if isinstance(fit_texts, (list, tuple)):  # several sources (the Python API): as the key reads back from JSON
         settings["fit_texts"] = list(fit_texts)
-        return {**settings, "texts_content": [_texts_fingerprint(source) for source in fit_texts]}
-    return {**settings, "texts_content": _texts_fingerprint(fit_texts)}
-
-
-def _texts_fingerprint(source: str | None) -> str | None:
-    """A file's or folder's content fingerprint; None for the embedded set or a stream (which is not re-read)."""
-    if source is None:
-        return None
-    path = Path(source).expanduser()
-    return model_fingerprint(str(path)) if path.is_file() or path.is_dir() else None
+        return {**settings, "texts_content": [texts_fingerprint(source) for source in fit_texts]}
+    return {**settings, "texts_content": texts_fingerprint(fit_texts)}
 
 
 def check_heal(model: str, config: "RunConfig") -> None:
     """Before the first stage: a heal chooses the exported layer itself, from layers the model has."""
     if config.heal is None:
         return
+    config.heal.check_numbers(prefix="heal-")
     minutes = config.heal_minutes
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise LayerpickError(f"--heal-minutes must be a positive number of minutes (got {minutes:g})")
