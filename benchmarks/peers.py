@@ -88,6 +88,9 @@ def models(work: Path) -> dict[str, dict]:
     }
 
 
+# the models whose model2vec distillation is made and timed (--static-for)
+STATIC_FOR: set[str] = set()
+
 # a model's healed cut given on the command line (--healed NAME=DIR): a heal's output, or one of its checkpoints
 HEALED: dict[str, Path] = {}
 
@@ -129,7 +132,7 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) ->
             )
             facts[f"st-onnx:{name}"] = json.loads(done.stdout.strip().splitlines()[-1])
         static_dir = work / f"{name}-static"
-        if not (static_dir / "modules.json").is_file():
+        if name in STATIC_FOR and not (static_dir / "modules.json").is_file():
             began = time.perf_counter()
             run(
                 [
@@ -256,6 +259,10 @@ def quantize_refused(directory: Path) -> dict:
 
 def rows(work: Path, name: str, facts: dict) -> list[dict]:
     """The rows of one model, in table order: name, kind (how it is loaded), folder, graph file."""
+    return [row for row in all_rows(work, name, facts) if row["kind"] != "static" or name in STATIC_FOR]
+
+
+def all_rows(work: Path, name: str, facts: dict) -> list[dict]:
     model = models(work)[name]
     st = facts[f"st-onnx:{name}"]
     st_dir = work / "st-onnx" / name
@@ -275,7 +282,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
             "path": str(st_dir),
             "file": st["float_file"],
             "role": "full fp32",
-            "same_as": 0,
+            "same_as": "full",
         },
         {
             "row": "sentence-transformers ONNX int8 (full)",
@@ -290,7 +297,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
             "path": str(st_dir),
             "file": st["float_file"],
             "role": "fastembed",
-            "same_as": 0,
+            "same_as": "full",
         },
         {
             "row": "model2vec static (full, distilled)",
@@ -305,7 +312,7 @@ def rows(work: Path, name: str, facts: dict) -> list[dict]:
             "path": str(work / f"{cut}-onnx"),
             "file": "onnx/model.onnx",
             "role": "cut fp32",
-            "same_as": 5,
+            "same_as": "cut torch",
         },
         {
             "row": f"{what}, ONNX int8{refused}",
@@ -564,9 +571,16 @@ def main() -> None:
         default=[],
         help="NAME=DIR: the healed cut of NAME is DIR (a heal's output or one of its checkpoints), not healed here",
     )
+    parser.add_argument(
+        "--static-for",
+        default="minilm-l6,all-mpnet-base-v2",
+        help="the models whose model2vec distillation is made and timed (comma-separated)",
+    )
     parser.add_argument("--prepare-only", action="store_true", help="make the exports (no heal) and stop")
+    parser.add_argument("--report-only", action="store_true", help="write the page from WORK/results; measure nothing")
     args = parser.parse_args()
     args.work = args.work.expanduser().resolve()
+    STATIC_FOR.update(item for item in args.static_for.split(",") if item)
     for given in args.healed:
         name, _, folder = given.partition("=")
         HEALED[name] = Path(folder).expanduser().resolve()
@@ -582,22 +596,36 @@ def main() -> None:
     if args.prepare_only:
         prepare(args.work, args.heal_texts, args.heal_epochs, heal=False)
         return
-    facts = prepare(args.work, args.heal_texts, args.heal_epochs)
+    if args.report_only:  # render what WORK/results holds; measure nothing
+        facts = json.loads((args.work / "results" / "prepare.json").read_text())
+    else:
+        facts = prepare(args.work, args.heal_texts, args.heal_epochs)
     measured = {}
     for name in models(args.work):
+        if args.report_only and not (args.work / "results" / f"timing-{name}.json").is_file():
+            continue
         measured[name] = {
             "rows": rows(args.work, name, facts),
             "timing": timing(args.work, name, facts, args.texts, args.repeats),
             "model": models(args.work)[name],
         }
         measured[name]["sizes"] = {row["row"]: size_bytes(row) for row in measured[name]["rows"]}
-    for name in models(args.work):
-        measured[name]["memory"] = memory(args.work, name, facts, args.texts)
     for name, model in models(args.work).items():
-        if model["quality"] and args.quality != "none":
+        stored = args.work / "results" / f"quality-{name}.json"
+        if name not in measured:
+            continue
+        if args.report_only:
+            measured[name]["quality"] = json.loads(stored.read_text()) if stored.is_file() else {}
+        elif model["quality"] and args.quality != "none":
             measured[name]["quality"] = quality(
                 args.work, name, measured[name]["rows"], set(args.quality.split(",")), load_row, log
             )
+    for name in measured:
+        stored = args.work / "results" / f"memory-{name}.json"
+        if args.report_only:
+            measured[name]["memory"] = json.loads(stored.read_text()) if stored.is_file() else {}
+        else:
+            measured[name]["memory"] = memory(args.work, name, facts, args.texts)
     machine["load_end"] = os.getloadavg()
     machine["minutes"] = round((time.perf_counter() - began) / 60, 1)
     text = render(measured, facts, machine, args)

@@ -25,9 +25,10 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SCIFACT = DATA / "SciFact"
-# the order in which rows are scored alone (cheapest and most wanted first); the others are float graphs of a
-# torch row and take its score
-ALONE_ORDER = ("static", "cut int8", "cut torch", "full int8")
+# the order in which rows are scored alone (the aim's row and the cheapest first, then the full model, then the
+# rest); the float graphs of a torch row take its score
+FIRST = ("cut int8", "static")
+LATER = ("cut torch", "full int8")
 
 
 class VectorCache:
@@ -115,10 +116,20 @@ def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, 
     full, dim = rows[0], None
     label = {row["row"]: f"{name}-{hashlib.sha1(row['row'].encode()).hexdigest()[:8]}" for row in rows}
     entry = {row["row"]: scores.setdefault(row["row"], {}) for row in rows}
-    if "alone" not in entry[full["row"]]:  # also encodes the documents every query-encoder score uses
-        log(f"{name}: SciFact alone with {full['row']}")
-        entry[full["row"]]["alone"] = scifact(adapter(label[full["row"]], cache(full), dim))
-        save()
+
+    def alone(role: str) -> None:
+        for row in rows:
+            if row.get("role") == role and "alone" not in entry[row["row"]]:
+                log(f"{name}: SciFact alone with {row['row']}")
+                entry[row["row"]]["alone"] = scifact(adapter(label[row["row"]], cache(row), dim))
+                save()
+
+    # the aim's row first and the cheap static table, then the full model (whose documents every query-encoder
+    # score uses), the query-encoder scores, and the other rows alone
+    if "alone" in which:
+        for role in FIRST:
+            alone(role)
+    alone("full")
     entry[full["row"]]["query"] = entry[full["row"]]["alone"]
     if "query" in which:
         for row in rows[1:]:
@@ -132,12 +143,8 @@ def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, 
                 entry[row["row"]]["query"] = scifact(DocumentRouter(queries, documents, meta))
                 save()
     if "alone" in which:
-        for role in ALONE_ORDER:
-            for row in rows:
-                if row.get("role") == role and "alone" not in entry[row["row"]]:
-                    log(f"{name}: SciFact alone with {row['row']}")
-                    entry[row["row"]]["alone"] = scifact(adapter(label[row["row"]], cache(row), dim))
-                    save()
+        for role in LATER:
+            alone(role)
     save()
     return scores
 
