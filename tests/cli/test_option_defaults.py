@@ -189,6 +189,8 @@ MAPPED: dict[str, Mapping] = {
             "loss",
             "layers",
             "max_loss",
+            "format",
+            "quantize",
             "overwrite",
         ),
         "quiet": (HealConfig, "progress", progress),
@@ -217,7 +219,7 @@ MAPPED: dict[str, Mapping] = {
     "run": {
         **SELECT,
         **LOAD,
-        **fields(RunConfig, "force", "normalize"),
+        **fields(RunConfig, "force", "normalize", "format", "quantize"),
         **fields(BenchConfig, "threads", bench_texts="texts", bench_repeats="repeats", bench_memory="memory"),
         "tasks": (RunConfig, "tasks", empty_list),
         "task_data": (RunConfig, "task_data", empty_list),
@@ -239,7 +241,8 @@ NOT_MAPPED = {
     "serve": {"directory"},
     "compare": {"reports", "output", "as_json"},
     # layers: None is "selected" (RunConfig's), or "all" when choosing by validation; bench's quiet is run_bench's
-    # heal_layers, heal_max_loss, heal_epochs, heal_blocks: a HealConfig's, None (no heal; heal's defaults) unless given
+    # heal_layers ("auto", "none": no heal), heal_max_loss, heal_epochs, heal_blocks: RunConfig's HealConfig unless
+    # given; heal_minutes: RunConfig's budget unless given, None with --heal-epochs alone
     "run": {
         "model",
         "layers",
@@ -251,6 +254,7 @@ NOT_MAPPED = {
         "heal_max_loss",
         "heal_epochs",
         "heal_blocks",
+        "heal_minutes",
     },
     "models": set(),
 }
