@@ -15,13 +15,14 @@ if TYPE_CHECKING:
 
 
 def how_chosen(result: "RunResult") -> str:
-    """The summary line's reason: `healed: held-out cosine 0.45 -> 0.91 (line 0.88); the rule ... kept layer 6`."""
+    """The summary line's reason: `held-out cosine ... 0.45 before the heal, 0.91 after, line 0.88; select's rule
+    ... kept layer 6`."""
     heal = result.export.heal
     sweep = heal.get("sweep") or {}
     line = f", line {1.0 - sweep['max_loss']:g}" if sweep else ""
     return (
-        f"healed: held-out cosine to the full model {_cos(heal['before'])} before, {_cos(heal['after'])} after"
-        f"{line}; the rule {result.select.rule} kept layer {result.select.selected_layer} of the model as it is"
+        f"held-out cosine to the full model {_cos(heal['before'])} before the heal, {_cos(heal['after'])} after"
+        f"{line}; select's rule {result.select.rule} kept layer {result.select.selected_layer}"
     )
 
 
