@@ -235,6 +235,8 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) ->
                 facts[f"export:{name}"]["int8"] = quantize_refused(onnx_dir)
             elif done.returncode != 0:
                 raise SystemExit(f"layerpick export of {cut} failed:\n{done.stderr[-2000:]}")
+        if not (onnx_dir / "onnx" / "model_quantized.onnx").is_file():  # refused, and interrupted before
+            facts.setdefault(f"export:{name}", {})["int8"] = quantize_refused(onnx_dir)
         facts_file.parent.mkdir(parents=True, exist_ok=True)
         facts_file.write_text(json.dumps(facts, indent=1, default=str))
     return facts
@@ -243,7 +245,7 @@ def prepare(work: Path, heal_texts: int, heal_epochs: int, heal: bool = True) ->
 def quantize_refused(directory: Path) -> dict:
     """The int8 graph `export --quantize int8` refused, made the export's way (`layerpick.exporting.onnx`)."""
     from layerpick.core.calibration import load_calibration
-    from layerpick.exporting.job import DEFAULT_PARITY_TEXTS
+    from layerpick.exporting.parity import DEFAULT_PARITY_TEXTS
     from layerpick.exporting.onnx import graph as onnx_graph, step as onnx_step
     from layerpick.exporting.onnx.encoder import OnnxEncoder
 
