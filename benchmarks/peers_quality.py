@@ -36,30 +36,34 @@ class VectorCache:
 
     def __init__(self, path: Path, encoder, log):
         self.path, self.encoder, self.log = path, encoder, log
-        self.vectors: dict[str, np.ndarray] = {}
+        self.vectors: dict[str, np.ndarray] = {}  # by the text's sha1 (hex)
         if path.is_file():
             data = np.load(path, allow_pickle=False)
-            self.vectors = dict(zip(data["texts"].tolist(), data["vectors"]))
+            self.vectors = dict(zip(data["keys"].tolist(), data["vectors"]))
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
     def save(self) -> None:
-        texts = list(self.vectors)
+        keys = list(self.vectors)
         tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, texts=np.array(texts), vectors=np.stack([self.vectors[t] for t in texts]))
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
         tmp.replace(self.path)
 
     def get(self, texts: list[str]) -> np.ndarray:
-        missing = sorted({t for t in texts if t not in self.vectors}, key=len)
+        missing = sorted({t for t in texts if self.key(t) not in self.vectors}, key=len)
         if missing:
             self.log(f"{self.path.stem}: encoding {len(missing)} texts")
         for start in range(0, len(missing), 32):
             chunk = missing[start : start + 32]
             vectors = np.asarray(self.encoder.encode(chunk, batch_size=32), dtype=np.float32)
-            self.vectors.update(zip(chunk, vectors))
+            self.vectors.update(zip(map(self.key, chunk), vectors))
             if (start // 32) % 40 == 39:
                 self.save()
         if missing:
             self.save()
-        out = np.stack([self.vectors[t] for t in texts])
+        out = np.stack([self.vectors[self.key(t)] for t in texts])
         return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
 
 
