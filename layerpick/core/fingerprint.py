@@ -5,13 +5,15 @@ Cheap on purpose (it runs before every `run`): for a local folder or file, every
 modification time, and the bytes of the small files (configs, tokenizers); for a registry alias, its package's
 installed version; for a hub id, nothing more (its `--revision` is in the load options that the keys hold).
 
-`texts_fingerprint` is the same for a text source (a file or a task folder), from every byte: texts are read whole
+`same_place` names a source as every key does: a path that exists, absolute (typed relative or absolute, it is the
+same run). `texts_fingerprint` is the same for a text source (a file or a task folder), from every byte: texts are read whole
 anyway, and a file rewritten with the same size and time (a copy that keeps times, a checkout) is other texts.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from importlib import metadata
 from pathlib import Path
 
@@ -70,3 +72,10 @@ def _installed_version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def same_place(name: str) -> str:
+    """A model or text source as a run key names it: a path that exists as an absolute path (so `out` and `./out`,
+    or a relative and an absolute model path, resume the same run), anything else (an alias, a hub id) as given."""
+    path = Path(name).expanduser()
+    return os.path.abspath(path) if path.exists() else name

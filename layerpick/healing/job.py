@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import shlex
 import shutil
 import time
@@ -26,7 +25,7 @@ from layerpick._util.locks import output_lock
 from layerpick._util.outputs import check_output_location
 from layerpick._util.versions import library_versions
 from layerpick.core.calibration import check_field
-from layerpick.core.fingerprint import model_fingerprint, texts_fingerprint
+from layerpick.core.fingerprint import same_place, model_fingerprint, texts_fingerprint
 from layerpick.core.devices import resolve_device
 from layerpick.core.models import LoadOptions, peek_model_type, peek_num_layers
 from layerpick.core.pooling import check_pooling
@@ -162,13 +161,6 @@ def run_key(model: str, layer: int, config: HealConfig, load_options: LoadOption
         "model_content": model_fingerprint(model),
         "texts_content": [texts_fingerprint(source) for source in sources],
     }
-
-
-def same_place(name: str) -> str:
-    """A model or text source as a run key names it: a path that exists as an absolute path (so `out` and `./out`,
-    or a relative and an absolute model path, resume the same run), anything else (an alias, a hub id) as given."""
-    path = Path(name).expanduser()
-    return os.path.abspath(path) if path.exists() else name
 
 
 def _same_device(load_options: LoadOptions) -> LoadOptions:

@@ -20,7 +20,7 @@ import math
 
 from layerpick._util.atomic import write_json_atomic
 from layerpick._util.filenames import METADATA_FILE
-from layerpick.core.fingerprint import texts_fingerprint
+from layerpick.core.fingerprint import same_place, texts_fingerprint
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.exporting.metadata import ExportMetadata
@@ -57,8 +57,9 @@ def heal_key(config: "RunConfig") -> dict[str, Any] | None:
     settings.pop("progress")
     fit_texts = settings["fit_texts"]
     if isinstance(fit_texts, (list, tuple)):  # several sources (the Python API): as the key reads back from JSON
-        settings["fit_texts"] = list(fit_texts)
+        settings["fit_texts"] = [same_place(source) for source in fit_texts]
         return {**settings, "texts_content": [texts_fingerprint(source) for source in fit_texts]}
+    settings["fit_texts"] = same_place(fit_texts) if fit_texts is not None else None
     return {**settings, "texts_content": texts_fingerprint(fit_texts)}
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from layerpick._util.filenames import METADATA_FILE
 from layerpick.core.calibration import load_calibration
-from layerpick.core.fingerprint import model_fingerprint
+from layerpick.core.fingerprint import model_fingerprint, same_place
 from layerpick.core.fit_texts import expand_auto
 from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import parse_prompts
@@ -139,8 +139,11 @@ def _static_facts(paths: tuple[Path, ...]) -> list[dict[str, str]]:
 
 
 def _without_progress(select: SelectConfig) -> dict[str, Any]:
+    """Select's settings as its key reads them: a text source typed relative or absolute is the same place."""
     data = dataclasses.asdict(select)
     data["collect"].pop("progress", None)
+    for name in ("calibration", "fit_texts"):
+        data[name] = same_place(data[name]) if data[name] is not None else None
     return data
 
 

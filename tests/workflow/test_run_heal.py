@@ -143,3 +143,17 @@ def test_run_heals_by_default_and_the_budget_is_checked_before_any_stage(embedde
             bad = dataclasses.replace(config_for(texts), heal=AUTO, heal_minutes=minutes)
             run_workflow(str(embedder), tmp_path / "run", config=bad, progress=False)
         assert not (tmp_path / "run").exists()
+
+
+def test_a_text_source_typed_relative_or_absolute_is_one_key(embedder_and_texts, monkeypatch):
+    from layerpick.workflow.keys import stage_keys
+
+    embedder, texts = embedder_and_texts
+    monkeypatch.chdir(texts.parent)
+    inputs = {"model": str(embedder), "model_content": "x", "calibration": "c", "tasks": []}
+    relative = dataclasses.replace(config_for(texts), select=SelectConfig(calibration=texts.name, limit=24))
+    absolute = dataclasses.replace(config_for(texts), select=SelectConfig(calibration=str(texts), limit=24))
+    from layerpick.core.load_options import LoadOptions
+
+    load = LoadOptions()
+    assert stage_keys(str(embedder), load, relative, inputs) == stage_keys(str(embedder), load, absolute, inputs)
