@@ -117,24 +117,28 @@ def heal_export(
     from layerpick.healing import heal_or_sweep
 
     settings = heal_settings(dataclasses.replace(config, heal=heal), progress)
-    if not peek_is_embedder(model, load_options):  # a raw model's teacher is its own export: no probe yet
+    if settings.fit_texts is None:
+        logger.warning(
+            "no --fit-texts: healing on the embedded calibration set (general English sentences); the texts of the "
+            "corpus the model will serve heal it far better (--fit-texts FILE or a BEIR folder)"
+        )
+    if peek_is_embedder(model, load_options):
+        plan = planned(settings, config.heal_minutes, select, output / PLAN_FILE, key, load_options)
+        logger.warning(plan.line())
+        fitted = {"epochs": plan.epochs, "max_texts": plan.texts if plan.texts < plan.available else None}
+        settings = dataclasses.replace(settings, **fitted)
+    else:  # a raw model's teacher is its own export at layer L, made by the heal: no probe of it yet
         logger.warning(
             "heal: the cuts at %s of %s, %d epochs (no time estimate for a raw model's heal yet)",
             heal.layers,
             select.num_layers,
             heal.epochs,
         )
-        heal_or_sweep(model, None, output / "model", settings, load_options=load_options)
-        return ExportMetadata.read(output / "model" / METADATA_FILE)
-    plan = planned(model, settings, config.heal_minutes, select, output / PLAN_FILE, key, load_options)
-    logger.warning(plan.line())
-    fitted = {"epochs": plan.epochs, "max_texts": plan.texts if plan.texts < plan.available else None}
-    heal_or_sweep(model, None, output / "model", dataclasses.replace(settings, **fitted), load_options=load_options)
+    heal_or_sweep(model, None, output / "model", settings, load_options=load_options)
     return ExportMetadata.read(output / "model" / METADATA_FILE)
 
 
 def planned(
-    model: str,
     heal: "HealConfig",
     budget: float | None,
     select: "SelectReport",
@@ -154,14 +158,9 @@ def planned(
     from layerpick.core.devices import resolve_device
     from layerpick.healing import probe_plan
 
-    if heal.fit_texts is None:
-        logger.warning(
-            "no --fit-texts: healing on the embedded calibration set (general English sentences); the texts of the "
-            "corpus the model will serve heal it far better (--fit-texts FILE or a BEIR folder)"
-        )
     layers = parse_layers(heal.layers, select.num_layers, option="--heal-layers")
     device = resolve_device(load_options.device)
-    plan = probe_plan(heal, budget, select.model_path or model, select.num_layers, device, layers)
+    plan = probe_plan(heal, budget, select.model_path or select.model, select.num_layers, device, layers)
     plan = dataclasses.replace(plan, extra={**plan.extra, "key": key})
     write_json_atomic(path, plan.to_json())
     return plan
