@@ -579,6 +579,12 @@ def main() -> None:
         help="the models whose model2vec distillation is made and timed (comma-separated)",
     )
     parser.add_argument("--prepare-only", action="store_true", help="make the exports (no heal) and stop")
+    parser.add_argument(
+        "--reuse-store",
+        action="store_true",
+        help="read the full model's SciFact vectors from layerpick's representation store where "
+        "`layerpick validate --documents-by` left them",
+    )
     parser.add_argument("--report-only", action="store_true", help="write the page from WORK/results; measure nothing")
     args = parser.parse_args()
     args.work = args.work.expanduser().resolve()
@@ -620,7 +626,13 @@ def main() -> None:
             measured[name]["quality"] = json.loads(stored.read_text()) if stored.is_file() else {}
         elif model["quality"] and args.quality != "none":
             measured[name]["quality"] = quality(
-                args.work, name, measured[name]["rows"], set(args.quality.split(",")), load_row, log
+                args.work,
+                name,
+                measured[name]["rows"],
+                set(args.quality.split(",")),
+                load_row,
+                log,
+                reuse_store=args.reuse_store,
             )
     for name in measured:
         stored = args.work / "results" / f"memory-{name}.json"

@@ -34,8 +34,8 @@ LATER = ("cut torch", "full int8")
 class VectorCache:
     """A row's vectors by text, on disk, filled on demand by its encoder."""
 
-    def __init__(self, path: Path, encoder, log):
-        self.path, self.encoder, self.log = path, encoder, log
+    def __init__(self, path: Path, encoder, log, seed: dict[bytes, np.ndarray] | None = None):
+        self.path, self.encoder, self.log, self.seed = path, encoder, log, seed or {}
         self.vectors: dict[str, np.ndarray] = {}  # by the text's sha1 (hex)
         if path.is_file():
             data = np.load(path, allow_pickle=False)
@@ -52,6 +52,11 @@ class VectorCache:
         tmp.replace(self.path)
 
     def get(self, texts: list[str]) -> np.ndarray:
+        for text in texts:  # vectors the same encoder already made (layerpick's store), by sha256 of the text
+            if self.seed and self.key(text) not in self.vectors:
+                found = self.seed.get(hashlib.sha256(text.encode("utf-8")).digest())
+                if found is not None:
+                    self.vectors[self.key(text)] = found
         missing = sorted({t for t in texts if self.key(t) not in self.vectors}, key=len)
         if missing:
             self.log(f"{self.path.stem}: encoding {len(missing)} texts")
@@ -65,6 +70,34 @@ class VectorCache:
             self.save()
         out = np.stack([self.vectors[self.key(t)] for t in texts])
         return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+
+
+def store_vectors(model_path: Path, max_length: int, log) -> dict[bytes, np.ndarray]:
+    """The full model's vectors that `layerpick validate --documents-by MODEL` left in layerpick's representation
+    store (`layerpick.validation.store`: one folder per key, shards of sha256 digests and states (1, n, D)): the
+    same SentenceTransformer encode as this script's full-model row, so its SciFact documents need not be encoded
+    again. Only a store whose key names this folder, the sentence-transformers pipeline, its max length and no
+    prompt is read."""
+    import os
+
+    from safetensors.numpy import load_file
+
+    root = Path(os.environ.get("LAYERPICK_STORE", Path.home() / ".cache" / "layerpick" / "store"))
+    found: dict[bytes, np.ndarray] = {}
+    for key_file in sorted(root.glob("*/key.json")):
+        key = json.loads(key_file.read_text())
+        if (
+            Path(key.get("model_path", "")).resolve() != Path(model_path).resolve()
+            or key.get("representation") != "sentence-transformers"
+            or key.get("max_length") != max_length
+            or key.get("prompt") is not None
+        ):
+            continue
+        for shard in sorted(key_file.parent.glob("shard-*.safetensors")):
+            data = load_file(str(shard))
+            found.update(zip((bytes(d) for d in data["digests"]), data["states"][-1]))
+        log(f"read {len(found)} vectors of {model_path} from the store {key_file.parent}")
+    return found
 
 
 def adapter(label: str, cache: VectorCache, dim: int):
@@ -99,7 +132,7 @@ def scifact(encoder) -> float:
     return main_score(result.task_results[0])
 
 
-def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, log) -> dict:
+def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, log, reuse_store: bool = False) -> dict:
     """{row: {alone, query}} for `name`'s rows; finished scores are kept in WORK/results/quality-NAME.json."""
     from layerpick.validation.encoder import DocumentRouter, layer_model_meta
 
@@ -111,7 +144,8 @@ def quality(work: Path, name: str, rows: list[dict], which: set[str], load_row, 
     def cache(row: dict) -> VectorCache:
         if row["row"] not in caches:
             tag = hashlib.sha1(row["row"].encode()).hexdigest()[:8]
-            caches[row["row"]] = VectorCache(work / "vectors" / f"{name}-{tag}.npz", _Lazy(load_row, row), log)
+            seed = store_vectors(Path(row["path"]), 256, log) if reuse_store and row is rows[0] else None
+            caches[row["row"]] = VectorCache(work / "vectors" / f"{name}-{tag}.npz", _Lazy(load_row, row), log, seed)
         return caches[row["row"]]
 
     def save() -> None:
