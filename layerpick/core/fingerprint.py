@@ -5,9 +5,10 @@ Cheap on purpose (it runs before every `run`): for a local folder or file, every
 modification time, and the bytes of the small files (configs, tokenizers); for a registry alias, its package's
 installed version; for a hub id, nothing more (its `--revision` is in the load options that the keys hold).
 
-`same_place` names a source as every key does: a path that exists, absolute (typed relative or absolute, it is the
-same run). `texts_fingerprint` is the same for a text source (a file or a task folder), from every byte: texts are read whole
-anyway, and a file rewritten with the same size and time (a copy that keeps times, a checkout) is other texts.
+`same_place` names a source as every key does: a path that exists, absolute (typed relative or absolute, it is
+the same run). `texts_fingerprint` is the same for a text source (a file or a task folder), from every byte: texts
+are read whole anyway, and a file rewritten with the same size and time (a copy that keeps times, a checkout) is
+other texts.
 """
 
 from __future__ import annotations

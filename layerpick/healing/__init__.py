@@ -18,5 +18,6 @@ __all__, __getattr__, __dir__ = lazy_names(
     job="HealError heal_model",
     result="HealReport",
     plan="DEFAULT_EPOCHS DEFAULT_MINUTES HealPlan default_cuts probe_plan",
-    sweep="HealSweep check_sweep heal_layers heal_or_sweep parse_layers",
+    sweep="DEFAULT_MAX_LOSS HealSweep check_max_loss check_sweep check_sweep_blocks heal_layers heal_or_sweep "
+    "parse_layers",
 )

@@ -24,7 +24,7 @@ from layerpick.core.fingerprint import same_place, texts_fingerprint
 from layerpick.core.models import LoadOptions, peek_is_embedder
 from layerpick.errors import LayerpickError, ReportFormatError
 from layerpick.exporting.metadata import ExportMetadata
-from layerpick.healing import HealPlan, default_cuts
+from layerpick.healing import DEFAULT_MAX_LOSS, HealPlan, default_cuts
 from layerpick.workflow.config import AUTO
 
 if TYPE_CHECKING:
@@ -71,9 +71,11 @@ def check_heal(model: str, config: "RunConfig") -> None:
     minutes = config.heal_minutes
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise LayerpickError(f"--heal-minutes must be a positive number of minutes (got {minutes:g})")
-    if config.heal.layers == AUTO:
-        if config.heal.epochs < 1:
-            raise LayerpickError(f"--heal-epochs must be at least 1 (got {config.heal.epochs})")
+    if config.heal.layers == AUTO:  # the layers are known once select has run; the line and the blocks now
+        from layerpick.healing import check_max_loss, check_sweep_blocks
+
+        check_max_loss(DEFAULT_MAX_LOSS if config.heal.max_loss is None else config.heal.max_loss, "--heal-max-loss")
+        check_sweep_blocks(config.heal.blocks, "--heal-blocks")
         return
     if config.choice.validated:
         raise LayerpickError(

@@ -19,6 +19,7 @@ from layerpick.core.models import LoadOptions
 from layerpick.core.prompts import parse_prompts
 from layerpick.core.transform import DEFAULT_TRANSFORM, parse_transforms
 from layerpick.errors import LayerpickError
+from layerpick.exporting import check_graph_request
 from layerpick.frontier.choice import ChoiceError
 from layerpick.selection import check_min_speedup, select_fit_texts
 from layerpick.selection.config import SelectConfig
@@ -83,6 +84,12 @@ def input_facts(model: str, config: RunConfig) -> dict[str, Any]:
     config.select.check()
     check_min_speedup(config.select.min_speedup)
     heal_stage.check_heal(model, config)
+    if config.format not in ("sentence-transformers", "onnx"):
+        raise LayerpickError(
+            f"run exports a sentence-transformers model (--format onnx: with its ONNX graph), not --format "
+            f"{config.format}; distil the export afterwards with `layerpick export DIR --format static`"
+        )
+    check_graph_request(config.format, config.quantize)
     if config.choice.validated and not config.tasks:
         raise ChoiceError("--choose validated and --max-loss choose from validated scores: give --tasks")
     if config.static_exports and not config.tasks:

@@ -355,9 +355,12 @@ ROWS: list[Row] = [
         USER,
         ["--heal-max-loss"],
     ),
-    Row("run", "heal-max-loss-alone", "run {random} --heal-max-loss 0.1 --output {ws}/r", USER, ["--heal-layers"]),
-    Row("run", "heal-epochs-alone", "run {random} --heal-epochs 2 --output {ws}/r", USER, ["--heal-layers"]),
-    Row("run", "heal-blocks-alone", "run {random} --heal-blocks first --output {ws}/r", USER, ["--heal-layers"]),
+    # --heal-layers is auto by default: the heal's other options tune it, and are checked before any stage
+    Row("run", "heal-max-loss-2-auto", "run {random} --heal-max-loss 2 --output {ws}/r", USER, ["--heal-max-loss"]),
+    Row("run", "heal-blocks-list-auto", "run {random} --heal-blocks 1,2 --output {ws}/r", USER, ["--heal-blocks"]),
+    Row("run", "heal-minutes-zero", "run {random} --heal-minutes 0 --output {ws}/r", USER, ["--heal-minutes"]),
+    Row("run", "format-static", "run {random} --format static --output {ws}/r", USER, ["not --format static"]),
+    Row("run", "quantize-alone", "run {random} --quantize int8 --output {ws}/r", USER, ["--format onnx"]),
     Row(
         "run",
         "heal-blocks-list",
