@@ -101,6 +101,7 @@ def blocks(result: "RunResult") -> list[Block]:
             ]
             for entry in sweep["layers"]
         ]
+        cut += [[str(k), "-", "-", "not healed: a shallower cut cleared the line"] for k in sweep.get("not_healed", [])]
         section += [
             Text(f"Every cut healed, shallowest first; the rule: {sweep['rule']}."),
             Table(["K", "held-out cosine before", "after", ""], cut),

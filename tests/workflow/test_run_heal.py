@@ -112,6 +112,8 @@ def test_auto_heals_a_trained_embedder_says_its_plan_first_and_reports_the_heal(
     report = (out / "report.md").read_text(encoding="utf-8")
     assert f"layer {result.export.layer} of {num}, healed" in report and "held-out cosine to the full model" in report
     assert "## Heal" in report and "layerpick heal" not in _notes(report)
+    not_healed = result.export.heal["sweep"].get("not_healed", [])
+    assert all(f"| {k} | - | - | not healed" in report for k in not_healed)
     reproduce = reproduce_commands(result)
     assert f"--calibration {texts}" in reproduce[0] and reproduce[-2].startswith("layerpick heal ")
     assert str(out / "model") in reproduce[-2] and ".heal" not in reproduce[-2]
