@@ -54,8 +54,10 @@ def table(name: str, data: dict) -> tuple[list[str], dict]:
             twin = next(other["row"] for other in rows if other.get("role") == row["same_as"])
             alone = quality.get(twin, {}).get("alone")
             marker = " (b)" if alone is not None else ""
-        if not quality:
+        if not data["model"]["quality"]:
             alone_text = query_text = "not measured (c)"
+        elif not quality:
+            alone_text = query_text = "- (d)"
         else:
             alone_text, query_text = _score(alone, marker), _score(scores.get("query"))
         size = data["sizes"][key]
@@ -143,6 +145,12 @@ NOTES: list[str] = [
     "`layerpick run` jobs at raised priority, and the heal got a quarter of a core for most of an hour. Its speed is "
     "the 3-epoch heal's (same shapes); its SciFact scores are a lower bound of what the finished heal keeps "
     "(`benchmarks/results/heal.md` has the finished heal's torch scores).",
+    "- **all-mpnet-base-v2's speed rows are not trustworthy against the torch reference**: they were timed while "
+    "another job (a test run at raised priority) held one of the two cores. Torch's two threads wait on each other "
+    "when one is starved, onnxruntime's (not spinning) much less, so the torch reference slowed most: compare the "
+    "p50 column (ONNX fp32 52.5 ms against torch's 163.3 ms, 3.1x) with the throughput ratio at batch 1 (14.8x). "
+    "minilm-l6 was timed while the machine was quieter (load 2-5) and its ratios match `cpu_backends.md`. Rerun "
+    "the mpnet timing on a quiet machine (delete `$WORK/results/timing-all-mpnet-base-v2.json`).",
     "- **all-mpnet-base-v2 has no model2vec row**: its distillation (30,527 vocabulary tokens through the 12-layer "
     "model) did not finish on the shared machine. A static table's speed does not depend on the model it came "
     "from (a lookup and a mean); minilm-l6's row shows it.",
@@ -220,7 +228,7 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         f"SciFact --max-texts {args.heal_texts} --epochs {args.heal_epochs}`"
         + (f", {heal} min here" if heal else "")
         + (
-            f"; here the heal's checkpoint given by `--healed {' '.join(args.healed)}`, see the reading"
+            f"; here the heal's checkpoint given by `--healed {_work(' '.join(args.healed), args)}`, see the reading"
             if getattr(args, "healed", None)
             else ""
         )
@@ -239,6 +247,7 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         "alone is the torch row's, not re-encoded; every query-encoder score is measured.",
         "- (a) The nine-task mean was not measured for any row: each row would encode nine tasks on 2 shared cores. "
         "`benchmarks/results/heal.md` has it for healed minilm cuts in torch.",
+        "- (d) Not finished when this page was written (the run's SciFact scores come after its timings).",
         "- (c) all-mpnet-base-v2's quality columns: not measured (its heal needs a GPU or more than an hour on this "
         "CPU, and the plain cut is not what a user would ship).",
         "",
@@ -256,8 +265,14 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         f"- {machine['nproc']} CPU cores (`nproc`), no GPU; load average at the start "
         f"{' '.join(f'{x:.1f}' for x in machine['load_start'])}, at the end "
         f"{' '.join(f'{x:.1f}' for x in machine['load_end'])} (the machine is shared: other jobs ran during the run, "
-        "which is why the rows are interleaved). Wall time of this run: "
-        f"{machine['minutes']} min (artefacts made in an earlier run of the same WORK are reused).",
+        "which is why the rows are interleaved). "
+        + (
+            f"Wall time of this run: {machine['minutes']} min (artefacts made in an earlier run of the same WORK "
+            "are reused)."
+            if not getattr(args, "report_only", False)
+            else "This page was rendered from the stored measurements (`--report-only`): the load while each model "
+            "was timed is under its details table."
+        ),
         f"- layerpick {commit}; torch {_v('torch')}, transformers {_v('transformers')}, sentence-transformers "
         f"{_v('sentence-transformers')}, onnxruntime {_v('onnxruntime')}, model2vec {_v('model2vec')}, mteb "
         f"{_v('mteb')}, fastembed {_fastembed_version(args.work)} (overlay).",
@@ -267,7 +282,7 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         "## Regenerate",
         "",
         "```bash",
-        "PYTHONPATH=. .venv/bin/python benchmarks/peers.py --work $WORK",
+        "PYTHONPATH=. .venv/bin/python benchmarks/peers.py --work $WORK" + _flags(args),
         "```",
         "",
         "It installs what it needs under `$WORK` (`benchmarks/peers_setup.sh`), heals and exports when `$WORK` lacks "
@@ -275,6 +290,22 @@ def method(measured, facts, machine, args, st_versions: dict, commit: str) -> li
         "again) and writes this page. Run it alone on the machine.",
     ]
     return out
+
+
+def _work(text: str, args) -> str:
+    return text.replace(str(args.work), "$WORK")
+
+
+def _flags(args) -> str:
+    """The options this page's run was given besides --work (as $WORK paths)."""
+    flags = [f" --healed {_work(item, args)}" for item in getattr(args, "healed", [])]
+    if getattr(args, "static_for", None) and args.static_for != "minilm-l6,all-mpnet-base-v2":
+        flags.append(f" --static-for {args.static_for}")
+    if args.repeats != 5:
+        flags.append(f" --repeats {args.repeats}")
+    if getattr(args, "reuse_store", False):
+        flags.append(" --reuse-store")
+    return "".join(flags)
 
 
 def _fastembed_version(work: Path) -> str:
