@@ -214,6 +214,14 @@ def _modules(directory: Path) -> list[dict]:
 def _pooling(directory: Path) -> str:
     entry = next((m for m in _modules(directory) if str(m.get("type", "")).endswith("Pooling")), None)
     config = _read_json(directory / (entry or {}).get("path", "1_Pooling") / "config.json") or {}
+    if isinstance(config.get("pooling_mode"), str):  # sentence-transformers >= 5.7 names the mode in one key
+        mode = config["pooling_mode"]
+        if mode not in POOLING_FLAGS:
+            raise LayerpickError(
+                f"{directory}: the ONNX backend pools with one of {', '.join(POOLING_MODES)}; "
+                f"1_Pooling/config.json names {mode!r}"
+            )
+        return mode
     on = [mode for mode, flag in POOLING_FLAGS.items() if config.get(flag)]
     others = [
         key
