@@ -67,7 +67,7 @@ def measure(student: Any, texts: Sequence[str], prompt: str | None = None, bf16:
     """The memory `student` (a SentenceTransformer) needs to train on `texts`, each with `prompt` before it as the
     trainer puts it, measured on the longest of them; bf16 measures under the autocast training uses."""
     longest = _longest(student, [f"{prompt or ''}{text}" for text in texts])
-    features = _features(student, longest)
+    features = model_inputs(student, longest)
     saved = _saved_bytes(student, features, bf16)
     trained = sum(p.numel() for p in student.parameters() if p.requires_grad)
     tokens = int(features["attention_mask"].sum(dim=1).max()) if "attention_mask" in features else 0
@@ -105,7 +105,7 @@ def _longest(student: Any, texts: Sequence[str]) -> list[str]:
     return [candidates[i] for i in ranked[:PROBE_BATCH]]
 
 
-def _features(student: Any, texts: list[str]) -> dict[str, Any]:
+def model_inputs(student: Any, texts: list[str]) -> dict[str, Any]:
     """The model's inputs for `texts` as the trainer's collator makes them, the tensors on the student's device."""
     features = student.preprocess(texts)
     return {name: v.to(student.device) if isinstance(v, torch.Tensor) else v for name, v in features.items()}

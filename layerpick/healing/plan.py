@@ -77,11 +77,9 @@ def probe(encoder: Any, texts: Sequence[str], seed: int = 0) -> Speed:
 
 def _step(encoder: Any, batch: list[str]) -> None:
     """Forward and backward of one batch through the whole pipeline (the gradients are dropped by the caller)."""
-    features = {
-        name: value.to(encoder.device) if hasattr(value, "to") else value
-        for name, value in encoder.preprocess(batch).items()
-    }
-    encoder(features)["sentence_embedding"].float().pow(2).mean().backward()
+    from layerpick.healing.memory import model_inputs
+
+    encoder(model_inputs(encoder, batch))["sentence_embedding"].float().pow(2).mean().backward()
 
 
 @dataclass(frozen=True)
